@@ -1,0 +1,188 @@
+// The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (THEORY §3.2), solved by the
+// sorted-prefix scan for q-convex schemes (iid, wor; §4.2) and by the closed form for greedy (§5).
+// Every kernel reports the certificate H: the token set attaining the minimum.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mdsd/order.hpp"
+#include "mdsd/wor.hpp"
+
+namespace mdsd {
+
+enum class Scheme { Iid = 0, Wor = 1, Greedy = 2 };
+
+inline Scheme parse_scheme(const std::string& s) {
+    if (s == "iid") return Scheme::Iid;
+    if (s == "wor") return Scheme::Wor;
+    if (s == "greedy") return Scheme::Greedy;
+    throw std::invalid_argument("scheme: unknown dual scheme '" + s + "'");
+}
+
+inline double ipow(double x, int n) {
+    double r = 1.0;
+    while (n > 0) {
+        if (n & 1) r *= x;
+        x *= x;
+        n >>= 1;
+    }
+    return r;
+}
+
+struct DualWorkspace {
+    OrderWorkspace ows;
+    std::vector<int32_t> order;
+    std::vector<double> lam, rest, lb_sufmin;
+    WorExact3 ex3;
+    WorRace race;
+};
+
+struct DualResult {
+    double alpha = 1.0;
+    int64_t k_star = 0;  // iid / wor: the certificate is order[0, k_star)
+};
+
+// Support of q in T = top n-1 of q (ties: lower token id first), for the greedy scheme.
+inline void greedy_top(const double* q, int64_t V, int n, std::vector<int32_t>& top) {
+    top.clear();
+    if (n <= 1) return;
+    std::vector<int32_t> idx;
+    idx.reserve(V);
+    for (int64_t i = 0; i < V; ++i)
+        if (q[i] > 0.0) idx.push_back(static_cast<int32_t>(i));
+    if (static_cast<int64_t>(idx.size()) < n)
+        throw std::invalid_argument("n: greedy drafts need at least n tokens with q > 0");
+    auto better = [&](int32_t a, int32_t b) { return q[a] > q[b] || (q[a] == q[b] && a < b); };
+    std::nth_element(idx.begin(), idx.begin() + (n - 2), idx.end(), better);
+    top.assign(idx.begin(), idx.begin() + (n - 1));
+    std::sort(top.begin(), top.end());
+}
+
+// alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (THEORY §5)
+inline double dual_greedy(const double* p, const double* q, int64_t V, int n, std::vector<int64_t>* cert) {
+    std::vector<int32_t> T;
+    greedy_top(q, V, n, T);
+    std::vector<char> inT(V, 0);
+    for (int32_t t : T) inT[t] = 1;
+    double rest = 0.0, pT = 0.0;
+    for (int64_t i = 0; i < V; ++i) {
+        if (inT[i]) pT += p[i];
+        else rest += q[i];
+    }
+    double acc = pT;
+    if (cert) cert->clear();
+    for (int64_t i = 0; i < V; ++i) {
+        if (inT[i]) {
+            if (cert) cert->push_back(i);
+            continue;
+        }
+        double qt = q[i] / rest;
+        acc += std::min(p[i], qt);
+        if (cert && p[i] < qt) cert->push_back(i);
+    }
+    return std::min(acc, 1.0);
+}
+
+// The sorted-prefix scan for iid and wor. F(k) = P_k - Q(H_k); alpha* = 1 + min_k F(k).
+// For wor, Q_wor(H) <= q(H)^n gives the lower bound F(k) >= P_k - S_k^n; prefixes whose bound
+// cannot beat the best value found are not evaluated, and the scan stops once no later prefix can.
+inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n, Scheme scheme,
+                              WorMethod wm, DualWorkspace& ws) {
+    if (n < 1) throw std::invalid_argument("n: must be >= 1");
+    const int64_t K = ratio_order(p, q, V, ws.ows, ws.order);
+    const int32_t* ord = ws.order.data();
+    DualResult res;
+    double best = 0.0;
+    int64_t kbest = 0;
+    if (scheme == Scheme::Iid || n == 1) {
+        double P = 0.0, S = 0.0;
+        for (int64_t k = 0; k < K; ++k) {
+            const int32_t i = ord[k];
+            P += p[i];
+            S += q[i];
+            const double F = P - ipow(S, n);
+            if (F < best) { best = F; kbest = k + 1; }
+        }
+        res.alpha = std::min(1.0, 1.0 + best);
+        res.k_star = kbest;
+        return res;
+    }
+    if (K < n) throw std::invalid_argument("n: without-replacement drafts need at least n tokens with q > 0");
+    // Suffix sums: lam[k] = q(outside H_k), accurate when small.
+    ws.lam.resize(K + 1);
+    ws.lam[K] = 0.0;
+    for (int64_t k = K - 1; k >= 0; --k) ws.lam[k] = ws.lam[k + 1] + q[ord[k]];
+    rest_masses(q, ord, K, ws.rest);
+    // Lower bounds LB(k) = P_k - S_k^n and their suffix minima, for pruning.
+    ws.lb_sufmin.resize(K + 2);
+    {
+        double P = 0.0, S = 0.0;
+        for (int64_t k = 0; k < K; ++k) {
+            P += p[ord[k]];
+            S += q[ord[k]];
+            ws.lb_sufmin[k + 1] = (k + 1 == K) ? P - 1.0 : P - ipow(S, n);
+        }
+        ws.lb_sufmin[K + 1] = 1e300;
+        for (int64_t k = K - 1; k >= 1; --k) ws.lb_sufmin[k] = std::min(ws.lb_sufmin[k], ws.lb_sufmin[k + 1]);
+    }
+    if (wm == WorMethod::Exact && n > 3)
+        throw std::invalid_argument("wor_method: the exact without-replacement evaluator covers n <= 3 only");
+    enum { E2, E3, RACE } ev;
+    if (n == 2 && wm != WorMethod::Integral) ev = E2;
+    else if (n == 3 && (wm == WorMethod::Exact || (wm == WorMethod::Auto && K <= kWorExact3MaxSupport))) ev = E3;
+    else ev = RACE;
+    WorExact2 ex2;
+    if (ev == E3) ws.ex3.reset(K);
+    if (ev == RACE) ws.race.reset(n, ws.lam[K - 1]);
+
+    double P = 0.0, S = 0.0;
+    for (int64_t k = 0; k < K; ++k) {
+        const int32_t i = ord[k];
+        P += p[i];
+        S += q[i];
+        const double qi = q[i], ri = ws.rest[k];
+        switch (ev) {
+            case E2: ex2.add(qi, ri); break;
+            case E3: ws.ex3.add(qi, ri); break;
+            case RACE: ws.race.add(qi); break;
+        }
+        const int64_t kk = k + 1;  // prefix size
+        double F;
+        if (kk < n) F = P;                       // Q = 0: fewer than n tokens
+        else if (kk == K) F = P - 1.0;           // Q = 1: H holds the whole support
+        else if (P - ipow(S, n) >= best) F = best;  // F(k) >= P_k - S_k^n: cannot improve
+        else {
+            const double lam = ws.lam[kk];
+            double Q;
+            switch (ev) {
+                case E2: Q = ex2.value(S, lam); break;
+                case E3: Q = ws.ex3.value(S, lam); break;
+                default: Q = ws.race.value(S, lam); break;
+            }
+            F = P - Q;
+        }
+        if (F < best) { best = F; kbest = kk; }
+        if (kk < K && ws.lb_sufmin[kk + 1] >= best) break;  // F(j) >= LB(j) >= best for all j > k
+    }
+    res.alpha = std::min(1.0, 1.0 + best);
+    res.k_star = kbest;
+    return res;
+}
+
+// One row: alpha* and (optionally) the certificate H as sorted token ids.
+inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
+                         DualWorkspace& ws, std::vector<int64_t>* cert) {
+    if (scheme == Scheme::Greedy) return dual_greedy(p, q, V, n, cert);
+    DualResult r = dual_prefix(p, q, V, n, scheme, wm, ws);
+    if (cert) {
+        cert->assign(ws.order.begin(), ws.order.begin() + r.k_star);
+        std::sort(cert->begin(), cert->end());
+    }
+    return r.alpha;
+}
+
+}  // namespace mdsd

@@ -1,0 +1,82 @@
+// Ratio order of the draft support: the sort behind every sorted-prefix (dual) kernel.
+//
+// Tokens with q = 0 are dropped (they have ratio +inf and never help a prefix, THEORY §4.2);
+// tokens with p = 0 get ratio 0 and come first. The sort is a stable LSD radix sort on the
+// IEEE bit pattern of the ratio (non-negative doubles order like their uint64 bits), so ties
+// keep token-id order and the order -- hence the certificate -- is deterministic.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace mdsd {
+
+struct OrderWorkspace {
+    std::vector<uint64_t> keys, keys_tmp;
+    std::vector<int32_t> idx, idx_tmp;
+};
+
+// Fills `order` with the support of q (q > 0) sorted by ascending p/q. Returns its length K.
+inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWorkspace& ws,
+                           std::vector<int32_t>& order) {
+    ws.keys.resize(V);
+    ws.idx.resize(V);
+    int64_t K = 0;
+    for (int64_t i = 0; i < V; ++i) {
+        if (q[i] > 0.0) {
+            double r = p[i] / q[i];
+            uint64_t k;
+            std::memcpy(&k, &r, sizeof k);
+            ws.keys[K] = k;
+            ws.idx[K] = static_cast<int32_t>(i);
+            ++K;
+        }
+    }
+    order.resize(K);
+    if (K < 256) {
+        // Small supports: a comparison sort beats the radix passes.
+        std::vector<int32_t> pos(K);
+        for (int64_t i = 0; i < K; ++i) pos[i] = static_cast<int32_t>(i);
+        std::stable_sort(pos.begin(), pos.end(),
+                         [&](int32_t a, int32_t b) { return ws.keys[a] < ws.keys[b]; });
+        for (int64_t i = 0; i < K; ++i) order[i] = ws.idx[pos[i]];
+        return K;
+    }
+    constexpr int kBits = 11, kBuckets = 1 << kBits, kPasses = 6;  // 6 x 11 bits >= 64
+    std::array<std::array<uint32_t, kBuckets>, kPasses> hist{};
+    for (int64_t i = 0; i < K; ++i) {
+        uint64_t k = ws.keys[i];
+        for (int d = 0; d < kPasses; ++d) ++hist[d][(k >> (d * kBits)) & (kBuckets - 1)];
+    }
+    ws.keys_tmp.resize(K);
+    ws.idx_tmp.resize(K);
+    uint64_t* ks = ws.keys.data();
+    int32_t* is = ws.idx.data();
+    uint64_t* kd = ws.keys_tmp.data();
+    int32_t* id = ws.idx_tmp.data();
+    for (int d = 0; d < kPasses; ++d) {
+        auto& h = hist[d];
+        // A digit shared by every key leaves the order unchanged: skip the pass.
+        if (h[(ks[0] >> (d * kBits)) & (kBuckets - 1)] == static_cast<uint32_t>(K)) continue;
+        uint32_t sum = 0;
+        for (int b = 0; b < kBuckets; ++b) {
+            uint32_t c = h[b];
+            h[b] = sum;
+            sum += c;
+        }
+        for (int64_t i = 0; i < K; ++i) {
+            uint32_t dst = h[(ks[i] >> (d * kBits)) & (kBuckets - 1)]++;
+            kd[dst] = ks[i];
+            id[dst] = is[i];
+        }
+        std::swap(ks, kd);
+        std::swap(is, id);
+    }
+    std::memcpy(order.data(), is, K * sizeof(int32_t));
+    return K;
+}
+
+}  // namespace mdsd

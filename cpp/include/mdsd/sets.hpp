@@ -1,0 +1,265 @@
+// Draft sets: the LP depends on a draft tuple only through its set of distinct tokens, so ordered
+// tuples are aggregated into sets with weight w_A = Pr[S(omega) = A] (THEORY §7.1). Tokens with
+// q = 0 never appear; tokens with p = 0 are removed from every set (an edge into a zero-capacity
+// token carries nothing) and sets that become equal are merged; sets that become empty are pure
+// rejection mass. Weights are built from sums of positive terms only (no inclusion-exclusion).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace mdsd {
+
+struct DraftSets {
+    std::vector<int64_t> ptr{0};    // set s holds tok[ptr[s] .. ptr[s+1]), ascending token ids
+    std::vector<int32_t> tok;
+    std::vector<double> w;          // Pr[S = A]
+    double rejected_mass = 0.0;     // weight of sets made only of p = 0 tokens
+    int64_t num_sets() const { return static_cast<int64_t>(w.size()); }
+    void push(const int32_t* t, int m, double weight) {
+        tok.insert(tok.end(), t, t + m);
+        ptr.push_back(static_cast<int64_t>(tok.size()));
+        w.push_back(weight);
+    }
+};
+
+// Thrown before enumerating when the work or the output would exceed the caller's budget.
+struct TooLarge : std::length_error {
+    using std::length_error::length_error;
+};
+
+inline double binom(int64_t k, int64_t m) {
+    if (m < 0 || m > k) return 0.0;
+    double r = 1.0;
+    for (int64_t j = 1; j <= m; ++j) r = r * static_cast<double>(k - m + j) / static_cast<double>(j);
+    return std::round(r);
+}
+
+inline void guard(double needed, double max_sets, const char* what) {
+    if (needed > max_sets) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "%s: the enumeration needs %.0f draft sets, above max_sets=%.0f", what,
+                      needed, max_sets);
+        throw TooLarge(buf);
+    }
+}
+
+// Merges sets that are equal after removing p = 0 tokens.
+class SetAccumulator {
+  public:
+    explicit SetAccumulator(const double* p) : p_(p) {}
+    void add(const int32_t* t, int m, double weight) {
+        buf_.clear();
+        for (int j = 0; j < m; ++j)
+            if (p_[t[j]] > 0.0) buf_.push_back(t[j]);
+        if (buf_.empty()) {
+            out.rejected_mass += weight;
+            return;
+        }
+        std::sort(buf_.begin(), buf_.end());
+        buf_.erase(std::unique(buf_.begin(), buf_.end()), buf_.end());
+        std::string key(reinterpret_cast<const char*>(buf_.data()), buf_.size() * sizeof(int32_t));
+        auto it = index_.find(key);
+        if (it == index_.end()) {
+            index_.emplace(std::move(key), out.num_sets());
+            out.push(buf_.data(), static_cast<int>(buf_.size()), weight);
+        } else {
+            out.w[it->second] += weight;
+        }
+    }
+    DraftSets out;
+
+  private:
+    const double* p_;
+    std::vector<int32_t> buf_;
+    std::unordered_map<std::string, int64_t> index_;
+};
+
+// iid: n drafts from q. Live tokens (p > 0, q > 0) are enumerated; dead tokens (p = 0 < q) merge
+// into one symbol of mass qd. For a live set A of size m,
+//   w_A = sum_{j=m..n} C(n,j) qd^{n-j} j! [x^j] prod_{a in A} (e^{q_a x} - 1),
+// the product built incrementally along the combination recursion.
+inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, double max_sets) {
+    std::vector<int32_t> live;
+    double qd = 0.0;
+    for (int64_t i = 0; i < V; ++i) {
+        if (q[i] <= 0.0) continue;
+        if (p[i] > 0.0) live.push_back(static_cast<int32_t>(i));
+        else qd += q[i];
+    }
+    const int64_t L = static_cast<int64_t>(live.size());
+    double count = 0.0;
+    for (int m = 1; m <= n; ++m) count += binom(L, m);
+    guard(count, max_sets, "scheme='iid'");
+    DraftSets out;
+    out.rejected_mass = std::pow(qd, n);
+    std::vector<double> fact(n + 1, 1.0), cnj(n + 1, 1.0), qdp(n + 1, 1.0);
+    for (int j = 1; j <= n; ++j) fact[j] = fact[j - 1] * j;
+    for (int j = 0; j <= n; ++j) cnj[j] = fact[n] / (fact[j] * fact[n - j]);
+    for (int j = 1; j <= n; ++j) qdp[j] = qdp[j - 1] * qd;
+    // poly[level] holds the truncated series prod (e^{q_a x} - 1) for the first `level` chosen tokens.
+    std::vector<std::vector<double>> poly(n + 1, std::vector<double>(n + 1, 0.0));
+    poly[0][0] = 1.0;
+    std::vector<int32_t> chosen(n);
+    std::vector<double> term(n + 1);
+    // Recursive enumeration of combinations of live tokens in ascending order.
+    struct Rec {
+        static void go(int level, int64_t start, int n, int64_t L, const std::vector<int32_t>& live, const double* q,
+                       std::vector<std::vector<double>>& poly, std::vector<int32_t>& chosen, std::vector<double>& term,
+                       const std::vector<double>& fact, const std::vector<double>& cnj,
+                       const std::vector<double>& qdp, DraftSets& out) {
+            for (int64_t s = start; s < L; ++s) {
+                const double qa = q[live[s]];
+                // term[r] = qa^r / r!, r >= 1
+                term[0] = 0.0;
+                double t = 1.0;
+                for (int r = 1; r <= n; ++r) { t *= qa / r; term[r] = t; }
+                const auto& src = poly[level];
+                auto& dst = poly[level + 1];
+                std::fill(dst.begin(), dst.end(), 0.0);
+                for (int i = level; i <= n; ++i) {
+                    if (src[i] == 0.0) continue;
+                    for (int r = 1; i + r <= n; ++r) dst[i + r] += src[i] * term[r];
+                }
+                chosen[level] = live[s];
+                const int m = level + 1;
+                double wa = 0.0;
+                for (int j = m; j <= n; ++j) wa += cnj[j] * qdp[n - j] * fact[j] * dst[j];
+                if (wa > 0.0) out.push(chosen.data(), m, wa);
+                if (m < n) go(level + 1, s + 1, n, L, live, q, poly, chosen, term, fact, cnj, qdp, out);
+            }
+        }
+    };
+    Rec::go(0, 0, n, L, live, q, poly, chosen, term, fact, cnj, qdp, out);
+    return out;
+}
+
+// Without replacement: every n-subset A of supp q, w_A = sum over its orderings of
+// prod_t q(a_t) / (1 - S_{t-1}), by a DP over the 2^n sub-masks; then projected onto supp p.
+inline DraftSets sets_wor(const double* p, const double* q, int64_t V, int n, double max_sets) {
+    std::vector<int32_t> sup;
+    for (int64_t i = 0; i < V; ++i)
+        if (q[i] > 0.0) sup.push_back(static_cast<int32_t>(i));
+    const int64_t K = static_cast<int64_t>(sup.size());
+    if (K < n) throw std::invalid_argument("n: without-replacement drafts need at least n tokens with q > 0");
+    if (n > 20) throw std::invalid_argument("n: the without-replacement LP enumeration supports n <= 20");
+    guard(binom(K, n), max_sets, "scheme='wor'");
+    SetAccumulator acc(p);
+    std::vector<int32_t> comb(n);
+    std::vector<double> g(std::size_t(1) << n), qm(std::size_t(1) << n);
+    for (int j = 0; j < n; ++j) comb[j] = j;
+    const uint32_t full = (1u << n) - 1;
+    for (;;) {
+        // weight of the set {sup[comb[0..n)]}
+        std::fill(g.begin(), g.end(), 0.0);
+        g[0] = 1.0;
+        qm[0] = 0.0;
+        for (uint32_t mask = 1; mask <= full; ++mask) {
+            int low = __builtin_ctz(mask);
+            qm[mask] = qm[mask & (mask - 1)] + q[sup[comb[low]]];
+        }
+        for (uint32_t mask = 0; mask < full; ++mask) {
+            if (g[mask] == 0.0) continue;
+            const double inv = 1.0 / (1.0 - qm[mask]);
+            for (int a = 0; a < n; ++a) {
+                if (mask & (1u << a)) continue;
+                g[mask | (1u << a)] += g[mask] * q[sup[comb[a]]] * inv;
+            }
+        }
+        int32_t toks[64];
+        for (int j = 0; j < n; ++j) toks[j] = sup[comb[j]];
+        if (g[full] > 0.0) acc.add(toks, n, g[full]);
+        // next combination
+        int j = n - 1;
+        while (j >= 0 && comb[j] == K - n + j) --j;
+        if (j < 0) break;
+        ++comb[j];
+        for (int l = j + 1; l < n; ++l) comb[l] = comb[l - 1] + 1;
+    }
+    return std::move(acc.out);
+}
+
+// Greedy: T = top n-1 of q (ties: lower id), last draft x ~ q on V \ T: sets T u {x}, weight q(x)/q(V\T).
+inline DraftSets sets_greedy(const double* p, const double* q, int64_t V, int n, const std::vector<int32_t>& T,
+                             double max_sets) {
+    std::vector<char> inT(V, 0);
+    for (int32_t t : T) inT[t] = 1;
+    double rest = 0.0;
+    int64_t K = 0;
+    for (int64_t i = 0; i < V; ++i)
+        if (!inT[i] && q[i] > 0.0) { rest += q[i]; ++K; }
+    guard(static_cast<double>(K), max_sets, "scheme='greedy'");
+    SetAccumulator acc(p);
+    std::vector<int32_t> toks(T.begin(), T.end());
+    toks.push_back(0);
+    for (int64_t i = 0; i < V; ++i) {
+        if (inT[i] || q[i] <= 0.0) continue;
+        toks.back() = static_cast<int32_t>(i);
+        acc.add(toks.data(), n, q[i] / rest);
+    }
+    return std::move(acc.out);
+}
+
+// Independent drafters: slot k draws from its own q_k (row k of qs, shape n x V). Ordered tuples are
+// enumerated (dead tokens of each slot merged into one symbol) and accumulated by set.
+inline DraftSets sets_independent(const double* p, const double* qs, int64_t V, int n, double max_sets) {
+    std::vector<std::vector<int32_t>> live(n);
+    std::vector<std::vector<double>> mass(n);
+    double tuples = 1.0;
+    for (int k = 0; k < n; ++k) {
+        const double* qk = qs + static_cast<int64_t>(k) * V;
+        double dead = 0.0;
+        for (int64_t i = 0; i < V; ++i) {
+            if (qk[i] <= 0.0) continue;
+            if (p[i] > 0.0) { live[k].push_back(static_cast<int32_t>(i)); mass[k].push_back(qk[i]); }
+            else dead += qk[i];
+        }
+        if (dead > 0.0) { live[k].push_back(-1); mass[k].push_back(dead); }
+        tuples *= static_cast<double>(live[k].size());
+    }
+    guard(tuples, max_sets, "scheme='independent' (ordered tuples)");
+    SetAccumulator acc(p);
+    std::vector<int64_t> pos(n, 0);
+    std::vector<int32_t> toks(n);
+    for (;;) {
+        double wgt = 1.0;
+        int m = 0;
+        for (int k = 0; k < n; ++k) {
+            wgt *= mass[k][pos[k]];
+            int32_t t = live[k][pos[k]];
+            if (t >= 0) toks[m++] = t;
+        }
+        if (m == 0) acc.out.rejected_mass += wgt;
+        else acc.add(toks.data(), m, wgt);
+        int k = n - 1;
+        while (k >= 0 && ++pos[k] == static_cast<int64_t>(live[k].size())) { pos[k] = 0; --k; }
+        if (k < 0) break;
+    }
+    return std::move(acc.out);
+}
+
+// Explicit tuple law: rows of `tuples` (m x n token ids) with probabilities `probs`.
+inline DraftSets sets_explicit(const double* p, const int64_t* tuples, const double* probs, int64_t m, int n,
+                               int64_t V, double max_sets) {
+    guard(static_cast<double>(m), max_sets, "scheme='explicit' (tuples)");
+    SetAccumulator acc(p);
+    std::vector<int32_t> toks(n);
+    for (int64_t r = 0; r < m; ++r) {
+        if (probs[r] <= 0.0) continue;
+        for (int k = 0; k < n; ++k) {
+            const int64_t t = tuples[r * n + k];
+            if (t < 0 || t >= V) throw std::invalid_argument("tuples: token id out of range");
+            toks[k] = static_cast<int32_t>(t);
+        }
+        acc.add(toks.data(), n, probs[r]);
+    }
+    return std::move(acc.out);
+}
+
+}  // namespace mdsd

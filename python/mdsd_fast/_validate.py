@@ -1,0 +1,105 @@
+"""Input rules, in one place, with the error messages users see.
+
+Rules (applied to every probability array the package accepts):
+
+* dtype: float32 or float64 (or a list/tuple of Python floats); other dtypes (int, bool,
+  complex, float16, object) raise ``TypeError``. Computation is always in float64.
+* shape: ``(V,)`` or ``(B, V)`` with ``V >= 1``; ``B = 0`` is allowed and gives empty results.
+* values: finite and non-negative; every row must have a positive sum.
+* normalisation: a row whose sum is within ``SUM_TOL`` (1e-4) of 1 is divided by its sum;
+  any other row is an error naming the row.
+* n: a Python/NumPy integer ``>= 1`` (bool refused); schemes that draw distinct tokens
+  ("wor", "greedy") need at least n tokens with q > 0 in every row.
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+SUM_TOL = 1e-4
+SCHEMES = ("iid", "wor", "greedy")
+LP_SCHEMES = ("iid", "wor", "greedy", "independent", "explicit")
+
+__all__ = ["SUM_TOL", "SCHEMES", "LP_SCHEMES", "as_distribution", "check_n", "check_scheme", "check_support"]
+
+
+def _as_float_array(name: str, x: Any) -> NDArray[np.float64]:
+    if isinstance(x, np.ndarray):
+        arr = x
+    else:
+        try:
+            arr = np.asarray(x)
+        except Exception as exc:  # ragged lists and the like
+            raise ValueError(f"{name}: cannot be read as an array ({exc})") from None
+    if arr.dtype not in (np.float32, np.float64):
+        raise TypeError(f"{name}: expected float32 or float64 probabilities, got dtype {arr.dtype}")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDArray[np.float64]:
+    """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D)."""
+    arr = _as_float_array(name, x)
+    if arr.ndim not in ndim:
+        want = " or ".join({1: "(V,)", 2: "(B, V)"}[d] for d in ndim)
+        raise ValueError(f"{name}: expected shape {want}, got shape {arr.shape}")
+    if arr.shape[-1] == 0:
+        raise ValueError(f"{name}: the vocabulary is empty (V = 0)")
+    rows = arr.reshape(-1, arr.shape[-1])
+    if rows.shape[0] == 0:
+        return arr.copy()
+    finite = np.isfinite(rows).all(axis=1)
+    if not finite.all():
+        r = int(np.argmin(finite))
+        raise ValueError(f"{name}: row {r} contains NaN or inf")
+    nonneg = (rows >= 0).all(axis=1)
+    if not nonneg.all():
+        r = int(np.argmin(nonneg))
+        raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
+    sums = rows.sum(axis=1)
+    bad = np.abs(sums - 1.0) > SUM_TOL
+    if bad.any():
+        r = int(np.argmax(bad))
+        if sums[r] <= 0:
+            raise ValueError(f"{name}: row {r} sums to 0; a distribution needs positive mass")
+        raise ValueError(
+            f"{name}: row {r} sums to {sums[r]:.9g}, not within {SUM_TOL:g} of 1 "
+            "(rows within the tolerance are renormalised; normalise the input yourself otherwise)"
+        )
+    out = rows / sums[:, None]
+    return np.ascontiguousarray(out.reshape(arr.shape))
+
+
+def check_n(n: Any, *, name: str = "n") -> int:
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"{name}: expected an integer number of drafts, got {type(n).__name__}")
+    n = operator.index(n)
+    if n < 1:
+        raise ValueError(f"{name}: the number of drafts must be >= 1, got {n}")
+    if n > 1_000_000:
+        raise ValueError(f"{name}: {n} drafts is beyond any supported computation")
+    return n
+
+
+def check_scheme(scheme: Any, allowed: tuple[str, ...] = SCHEMES) -> str:
+    if not isinstance(scheme, str) or scheme not in allowed:
+        raise ValueError(f"scheme: expected one of {', '.join(map(repr, allowed))}, got {scheme!r}")
+    return scheme
+
+
+def check_support(name: str, q2: NDArray[np.float64], n: int, scheme: str) -> None:
+    """Distinct-token schemes need n tokens with positive draft probability in every row."""
+    if scheme not in ("wor", "greedy") or q2.shape[0] == 0:
+        return
+    support = np.count_nonzero(q2 > 0, axis=1)
+    short = support < n
+    if short.any():
+        r = int(np.argmax(short))
+        raise ValueError(
+            f"n: scheme {scheme!r} draws {n} distinct tokens but {name} row {r} has only "
+            f"{int(support[r])} tokens with positive probability"
+        )
