@@ -98,10 +98,13 @@ def _quiet_highs() -> Any:
     with _construct_lock:
         try:
             sys.stdout.flush()
-            fd = sys.stdout.fileno()
-        except (AttributeError, OSError, ValueError):  # no real stdout (e.g. captured): nothing to silence
+        except (AttributeError, OSError, ValueError):
+            pass
+        fd = 1  # the C-level stdout, whatever object sys.stdout is
+        try:
+            saved = os.dup(fd)
+        except OSError:  # no stdout at all: nothing to silence
             return highspy.Highs()
-        saved = os.dup(fd)
         try:
             with open(os.devnull, "w") as devnull:
                 os.dup2(devnull.fileno(), fd)

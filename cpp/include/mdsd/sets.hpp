@@ -164,9 +164,20 @@ inline DraftSets sets_wor(const double* p, const double* q, int64_t V, int n, do
             int low = __builtin_ctz(mask);
             qm[mask] = qm[mask & (mask - 1)] + q[sup[comb[low]]];
         }
+        // Mass outside the combination: 1 - q(comb) is accurate unless q(comb) is close to 1;
+        // then sum it directly (the denominators 1 - q(mask) below would otherwise cancel).
+        double out = 1.0 - qm[full];
+        if (qm[full] > 0.5) {
+            out = 0.0;
+            int j = 0;
+            for (int64_t s = 0; s < K; ++s) {
+                if (j < n && comb[j] == s) { ++j; continue; }
+                out += q[sup[s]];
+            }
+        }
         for (uint32_t mask = 0; mask < full; ++mask) {
             if (g[mask] == 0.0) continue;
-            const double inv = 1.0 / (1.0 - qm[mask]);
+            const double inv = 1.0 / (out + qm[full ^ mask]);
             for (int a = 0; a < n; ++a) {
                 if (mask & (1u << a)) continue;
                 g[mask | (1u << a)] += g[mask] * q[sup[comb[a]]] * inv;
