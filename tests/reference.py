@@ -35,7 +35,7 @@ def tuple_law(q: np.ndarray, n: int, scheme: str) -> Iterable[tuple[tuple[int, .
     elif scheme == "greedy":
         order = sorted(range(V), key=lambda i: (-q[i], i))
         T = tuple(order[: n - 1])
-        rest = 1.0 - sum(q[i] for i in T)
+        rest = math.fsum(q[i] for i in range(V) if i not in T)  # 1 - q(T) would cancel
         for x in range(V):
             if x in T or q[x] == 0:
                 continue

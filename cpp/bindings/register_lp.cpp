@@ -10,6 +10,7 @@
 
 #include "mdsd/dual.hpp"
 #include "mdsd/flow.hpp"
+#include "mdsd/maxflow.hpp"
 #include "mdsd/sets.hpp"
 
 namespace py = pybind11;
@@ -108,6 +109,37 @@ void register_lp(py::module_& m) {
                 return py::make_tuple(val, to_numpy(H));
             },
             py::arg("v"), "Best threshold cut of the token duals v: (cut value, H as sorted token ids).")
+        .def(
+            "max_flow",
+            [](const FlowModel& f, const std::optional<I64>& hint) {
+                mdsd::MaxFlowResult r;
+                std::vector<char> h;
+                if (hint) {
+                    h.assign(f.V, 0);
+                    for (py::ssize_t i = 0; i < hint->shape(0); ++i) {
+                        const int64_t t = hint->data()[i];
+                        if (t < 0 || t >= f.V) throw std::invalid_argument("hint: token id out of range");
+                        h[t] = 1;
+                    }
+                }
+                {
+                    py::gil_scoped_release nogil;
+                    r = mdsd::max_flow_sets(f.sets, f.lp, f.p.data(), f.V, hint ? h.data() : nullptr);
+                }
+                py::dict out;
+                out["value"] = r.value;
+                out["flows"] = to_numpy(r.x);
+                out["cut"] = r.cut;
+                out["certificate"] = to_numpy(r.H);
+                out["pushes"] = r.pushes;
+                out["relabels"] = r.relabels;
+                out["global_relabels"] = r.global_relabels;
+                out["used_hint"] = r.used_hint;
+                return out;
+            },
+            py::arg("hint") = py::none(),
+            "Exact max-flow on the draft-set network by push-relabel (no HiGHS): value, flows, cut, certificate.\n"
+            "hint: optional guess of the certificate H (token ids) that steers the greedy start.")
         .def(
             "cut_value",
             [](const FlowModel& f, const I64& H) {
