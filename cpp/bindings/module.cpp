@@ -5,6 +5,7 @@ namespace py = pybind11;
 
 void register_dual(py::module_& m);
 void register_lp(py::module_& m);
+void register_verifiers(py::module_& m);
 
 #define MDSD_STR_(x) #x
 #define MDSD_STR(x) MDSD_STR_(x)
@@ -16,4 +17,5 @@ PYBIND11_MODULE(_core, m) {
 #endif
     register_dual(m);
     register_lp(m);
+    register_verifiers(m);
 }

@@ -6,12 +6,21 @@ optimal_acceptance(p, q, n, scheme="iid", *, method="auto", return_certificate=F
     alpha*: the best acceptance any lossless verifier reaches for a draft scheme.
 solve_lp(p, q, n, scheme, *, max_sets=...)
     the flow LP over draft sets, solved by HiGHS, with its cut certificate and optimal flow.
+verifiers
+    registry of lossless verifiers: "sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp".
+acceptance(name, p, q, n, *, exact=True, samples=100_000, rng=None, scheme=None)
+    a verifier's acceptance rate, exactly or by simulation.
+simulate(name, p, q, n, samples, *, rng=None, scheme=None)
+    draft and verify in C++: output tokens, accepted flags and the drafts.
+verify(name, p, q, drafts, *, rng=None, scheme=None)
+    verify draft tuples drawn by the caller: (token, accepted).
 """
 
 from __future__ import annotations
 
 from ._core import __version__ as _core_version
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
+from .verifiers import EXACT_BUDGET, Simulation, Verifier, acceptance, simulate, verifiers, verify
 
 __version__ = _core_version
 
@@ -23,4 +32,11 @@ __all__ = [
     "SolverError",
     "TooLargeError",
     "DEFAULT_MAX_SETS",
+    "verifiers",
+    "acceptance",
+    "simulate",
+    "verify",
+    "Verifier",
+    "Simulation",
+    "EXACT_BUDGET",
 ]

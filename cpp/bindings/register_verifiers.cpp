@@ -1,0 +1,265 @@
+// Bindings for the verifiers (THEORY §8): exact acceptance, simulation, verification of given
+// drafts and the exact conditional output law. Inputs arrive validated and normalised from
+// python/mdsd_fast/verifiers.py; every loop runs without the GIL.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mdsd/parallel.hpp"
+#include "mdsd/rng.hpp"
+#include "mdsd/verifiers/registry.hpp"
+
+namespace py = pybind11;
+using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using I32 = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+namespace {
+
+namespace v = mdsd::verif;
+
+// Samples are drawn in blocks of this many steps; block b of row r uses the stream
+// (seed, r * 2^32 + b), so results do not depend on the number of threads.
+constexpr int64_t kBlock = 4096;
+
+struct Workspace {
+    v::Scratch scratch;
+};
+
+class VerifierBatch {
+  public:
+    VerifierBatch(const std::string& name, const F64& p, const F64& q, int n, const std::string& scheme,
+                  const py::object& lp, int threads)
+        : name_(name) {
+        if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
+            throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
+        if (n < 1) throw std::invalid_argument("n: must be >= 1");
+        const v::Kind kind = v::parse_kind(name);
+        const v::Drafter::Kind sk = v::parse_drafts(scheme);
+        B_ = p.shape(0);
+        V_ = p.shape(1);
+        n_ = n;
+        // Keep the LP arrays (converted to the expected dtypes) alive while the GIL is released.
+        std::vector<I64> ptrs;
+        std::vector<I32> toks;
+        std::vector<F64> flows, weights;
+        std::vector<v::LpFlow> flow(B_);
+        if (kind == v::Kind::OptimalLp) {
+            py::list rows = py::cast<py::list>(lp);
+            if (static_cast<int64_t>(rows.size()) != B_)
+                throw std::invalid_argument("lp: expected one (set_ptr, set_tokens, flows, set_weights) per row");
+            for (int64_t r = 0; r < B_; ++r) {
+                py::tuple t = py::cast<py::tuple>(rows[r]);
+                ptrs.push_back(py::cast<I64>(t[0]));
+                toks.push_back(py::cast<I32>(t[1]));
+                flows.push_back(py::cast<F64>(t[2]));
+                weights.push_back(py::cast<F64>(t[3]));
+                const int64_t S = weights.back().shape(0);
+                if (ptrs.back().shape(0) != S + 1 || toks.back().shape(0) != flows.back().shape(0) ||
+                    (S + 1 > 0 && ptrs.back().data()[S] != toks.back().shape(0)))
+                    throw std::invalid_argument("lp: inconsistent set_ptr / set_tokens / flows / set_weights");
+                flow[r] = v::LpFlow{ptrs.back().data(), toks.back().data(), flows.back().data(),
+                                    weights.back().data(), S};
+            }
+        }
+        rows_.resize(B_);
+        const double* pp = p.data();
+        const double* qq = q.data();
+        const int64_t V = V_;
+        py::gil_scoped_release nogil;
+        mdsd::parallel_rows<Workspace>(B_, threads, [&](int64_t r, Workspace&) {
+            rows_[r] = v::prepare_row(kind, pp + r * V, qq + r * V, V, n, sk,
+                                      kind == v::Kind::OptimalLp ? &flow[r] : nullptr);
+        });
+    }
+
+    py::array_t<double> exact(double budget, int threads) const {
+        for (int64_t r = 0; r < B_; ++r) {
+            const double c = rows_[r]->cost();
+            if (c > budget) rows_[r]->exact(budget);  // throws TooLarge with the estimate
+        }
+        py::array_t<double> out(B_);
+        double* o = out.mutable_data();
+        {
+            py::gil_scoped_release nogil;
+            mdsd::parallel_rows<Workspace>(B_, threads, [&](int64_t r, Workspace&) { o[r] = rows_[r]->exact(budget); });
+        }
+        return out;
+    }
+
+    py::array_t<double> rho() const {
+        py::array_t<double> out(B_);
+        for (int64_t r = 0; r < B_; ++r) out.mutable_data()[r] = rows_[r]->rho();
+        return out;
+    }
+
+    py::array_t<double> cost() const {
+        py::array_t<double> out(B_);
+        for (int64_t r = 0; r < B_; ++r) out.mutable_data()[r] = rows_[r]->cost();
+        return out;
+    }
+
+    py::tuple simulate(int64_t samples, uint64_t seed, int threads, bool naive_residual) const {
+        check_samples(samples);
+        py::array_t<int64_t> tokens({B_, samples});
+        py::array_t<bool> accepted({B_, samples});
+        py::array_t<int64_t> drafts({B_, samples, static_cast<int64_t>(n_)});
+        int64_t* t = tokens.mutable_data();
+        uint8_t* a = reinterpret_cast<uint8_t*>(accepted.mutable_data());
+        int64_t* d = drafts.mutable_data();
+        const int64_t nb = (samples + kBlock - 1) / kBlock;
+        {
+            py::gil_scoped_release nogil;
+            mdsd::parallel_rows<Workspace>(B_ * nb, threads, [&](int64_t item, Workspace& ws) {
+                const int64_t r = item / nb, b = item % nb;
+                const int64_t s0 = b * kBlock, cnt = std::min(kBlock, samples - s0);
+                mdsd::Rng rng(seed, (static_cast<uint64_t>(r) << 32) + static_cast<uint64_t>(b));
+                const int64_t off = r * samples + s0;
+                rows_[r]->run(rng, cnt, t + off, a + off, d + off * n_, naive_residual, ws.scratch);
+            });
+        }
+        return py::make_tuple(tokens, accepted, drafts);
+    }
+
+    // Acceptance estimated from `samples` steps per row: (rate[B], standard error[B]).
+    py::tuple estimate(int64_t samples, uint64_t seed, int threads) const {
+        check_samples(samples);
+        if (samples < 1) throw std::invalid_argument("samples: need at least one sample to estimate");
+        const int64_t nb = (samples + kBlock - 1) / kBlock;
+        std::vector<int64_t> hits(B_ * nb, 0);
+        {
+            py::gil_scoped_release nogil;
+            mdsd::parallel_rows<Workspace>(B_ * nb, threads, [&](int64_t item, Workspace& ws) {
+                const int64_t r = item / nb, b = item % nb;
+                const int64_t s0 = b * kBlock, cnt = std::min(kBlock, samples - s0);
+                mdsd::Rng rng(seed, (static_cast<uint64_t>(r) << 32) + static_cast<uint64_t>(b));
+                hits[item] = rows_[r]->run(rng, cnt, nullptr, nullptr, nullptr, false, ws.scratch);
+            });
+        }
+        py::array_t<double> rate(B_), se(B_);
+        for (int64_t r = 0; r < B_; ++r) {
+            int64_t h = 0;
+            for (int64_t b = 0; b < nb; ++b) h += hits[r * nb + b];
+            const double m = static_cast<double>(h) / static_cast<double>(samples);
+            rate.mutable_data()[r] = m;
+            se.mutable_data()[r] = std::sqrt(m * (1.0 - m) / static_cast<double>(samples));
+        }
+        return py::make_tuple(rate, se);
+    }
+
+    // Verify given tuples (drafts of shape (m, n)): tuple i uses row i, or row 0 for every tuple
+    // when the batch has one row. Tuple i draws from the stream (seed, i). Returns (token[m], accepted[m]).
+    py::tuple verify(const I64& drafts, uint64_t seed, int threads) const {
+        if (drafts.ndim() != 2 || drafts.shape(1) != n_ || (drafts.shape(0) != B_ && B_ != 1))
+            throw std::invalid_argument("drafts: expected shape (B, n) = (" + std::to_string(B_) + ", " +
+                                        std::to_string(n_) + ")");
+        const int64_t m = drafts.shape(0);
+        std::vector<int32_t> tup(static_cast<std::size_t>(m * n_));
+        for (int64_t i = 0; i < m * n_; ++i) {
+            const int64_t x = drafts.data()[i];
+            if (x < 0 || x >= V_)
+                throw std::invalid_argument("drafts: token id " + std::to_string(x) + " outside [0, " +
+                                            std::to_string(V_) + ")");
+            tup[i] = static_cast<int32_t>(x);
+        }
+        for (int64_t i = 0; i < m; ++i) check_row(i, m, tup.data() + i * n_);
+        py::array_t<int64_t> tokens(m);
+        py::array_t<bool> accepted(m);
+        int64_t* t = tokens.mutable_data();
+        uint8_t* a = reinterpret_cast<uint8_t*>(accepted.mutable_data());
+        {
+            py::gil_scoped_release nogil;
+            mdsd::parallel_rows<Workspace>(m, threads, [&](int64_t i, Workspace&) {
+                mdsd::Rng rng(seed, static_cast<uint64_t>(i));
+                const int32_t* ti = tup.data() + i * n_;
+                const int32_t y = rows_[B_ == 1 ? 0 : i]->verify(ti, rng);
+                t[i] = y;
+                a[i] = v::contains(ti, n_, y);
+            });
+        }
+        return py::make_tuple(tokens, accepted);
+    }
+
+    // Exact output law Pr[y | tuple] of row `row` for each tuple (m, n): shape (m, V).
+    py::array_t<double> law(const I64& tuples, int64_t row, bool naive_residual) const {
+        if (row < 0 || row >= B_) throw std::invalid_argument("row: out of range");
+        if (tuples.ndim() != 2 || tuples.shape(1) != n_) throw std::invalid_argument("tuples: expected shape (m, n)");
+        const int64_t m = tuples.shape(0);
+        std::vector<int32_t> tup(static_cast<std::size_t>(m * n_));
+        for (int64_t i = 0; i < m * n_; ++i) {
+            const int64_t x = tuples.data()[i];
+            if (x < 0 || x >= V_) throw std::invalid_argument("tuples: token id out of range");
+            tup[i] = static_cast<int32_t>(x);
+        }
+        for (int64_t i = 0; i < m; ++i) rows_[row]->check(tup.data() + i * n_);
+        py::array_t<double> out({m, V_});
+        double* o = out.mutable_data();
+        std::fill(o, o + m * V_, 0.0);
+        {
+            py::gil_scoped_release nogil;
+            for (int64_t i = 0; i < m; ++i) rows_[row]->law(tup.data() + i * n_, o + i * V_, naive_residual);
+        }
+        return out;
+    }
+
+    int64_t B() const { return B_; }
+    int64_t V() const { return V_; }
+    int n() const { return n_; }
+    const std::string& name() const { return name_; }
+
+  private:
+    static void check_samples(int64_t samples) {
+        if (samples < 0) throw std::invalid_argument("samples: must be >= 0");
+        if (samples >= (int64_t{1} << 44)) throw std::invalid_argument("samples: too many samples per row");
+    }
+    void check_row(int64_t i, int64_t m, const int32_t* t) const {
+        try {
+            rows_[B_ == 1 ? 0 : i]->check(t);
+        } catch (const std::invalid_argument& e) {
+            std::string msg = e.what();
+            if (m > 1 && msg.rfind("drafts: ", 0) == 0) msg = "drafts: row " + std::to_string(i) + ": " + msg.substr(8);
+            throw std::invalid_argument(msg);
+        }
+    }
+
+    std::string name_;
+    int64_t B_ = 0, V_ = 0;
+    int n_ = 1;
+    std::vector<std::unique_ptr<v::RowBase>> rows_;
+};
+
+}  // namespace
+
+void register_verifiers(py::module_& m) {
+    py::class_<VerifierBatch>(m, "VerifierBatch",
+                              "One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).")
+        .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int>(),
+             py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"), py::arg("lp") = py::none(),
+             py::arg("threads") = 0)
+        .def_property_readonly("B", &VerifierBatch::B)
+        .def_property_readonly("V", &VerifierBatch::V)
+        .def_property_readonly("n", &VerifierBatch::n)
+        .def_property_readonly("name", &VerifierBatch::name)
+        .def("exact", &VerifierBatch::exact, py::arg("budget"), py::arg("threads") = 0,
+             "Exact acceptance of every row; raises TooLargeError when the exact route costs more than budget.")
+        .def("cost", &VerifierBatch::cost, "Estimated work of the exact route per row (rrs-wor; 0 otherwise).")
+        .def("rho", &VerifierBatch::rho, "K-SEQ's rho* per row (0 for other verifiers).")
+        .def("simulate", &VerifierBatch::simulate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
+             py::arg("naive_residual") = false,
+             "Draft and verify `samples` times per row: (tokens[B, s], accepted[B, s], drafts[B, s, n]).\n"
+             "naive_residual=True resamples from p on rejection (a deliberately biased variant, for tests).")
+        .def("estimate", &VerifierBatch::estimate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
+             "Acceptance estimated by simulation: (rate[B], standard error[B]).")
+        .def("verify", &VerifierBatch::verify, py::arg("drafts"), py::arg("seed"), py::arg("threads") = 0,
+             "Verify given draft tuples, shape (m, n) with m = B (or any m when B = 1): (token[m], accepted[m]).")
+        .def("law", &VerifierBatch::law, py::arg("tuples"), py::arg("row") = 0, py::arg("naive_residual") = false,
+             "Exact conditional output law Pr[y | tuple] for each tuple of shape (m, n): array (m, V).\n"
+             "naive_residual=True: the law of the biased variant of simulate (for tests).");
+}

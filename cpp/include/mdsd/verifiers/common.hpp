@@ -1,0 +1,366 @@
+// Pieces shared by every verifier (THEORY §8): samplers for fixed distributions, the draft
+// samplers of each scheme, the ratio table behind the recursive-rejection residuals, and the two
+// visitors that run a verifier either as a sampler or as an exact output-law calculator.
+//
+// Every verifier is written once, as walk(plan, tuple, visitor): a chain of tests "output token x
+// with probability a (given that every earlier test failed)", ending in a residual distribution.
+// SampleVisitor draws one uniform per test and stops at the first success; LawVisitor follows
+// every branch and accumulates the exact conditional output law pi(. | tuple). The exact-law
+// tests therefore check the very code that samples.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mdsd/dual.hpp"
+#include "mdsd/order.hpp"
+#include "mdsd/rng.hpp"
+
+namespace mdsd::verif {
+
+inline double clamp01(double x) { return x > 0.0 ? (x < 1.0 ? x : 1.0) : 0.0; }
+
+// A fixed distribution over its positive entries, sampled by inverse CDF (binary search).
+// total() may be 0: the distribution is then empty and sample() returns -1.
+struct Categorical {
+    std::vector<int32_t> tok;
+    std::vector<double> cdf;  // inclusive running sums of the weights of tok
+    void build(const double* w, int64_t V) {
+        tok.clear();
+        cdf.clear();
+        double s = 0.0;
+        for (int64_t i = 0; i < V; ++i)
+            if (w[i] > 0.0) {
+                s += w[i];
+                tok.push_back(static_cast<int32_t>(i));
+                cdf.push_back(s);
+            }
+    }
+    double total() const { return cdf.empty() ? 0.0 : cdf.back(); }
+    bool empty() const { return !(total() > 0.0); }
+    int32_t pick(double u) const {
+        const double t = u * cdf.back();
+        auto it = std::upper_bound(cdf.begin(), cdf.end(), t);
+        if (it == cdf.end()) --it;  // u * total rounded up to total
+        return tok[it - cdf.begin()];
+    }
+    int32_t sample(Rng& r) const { return empty() ? -1 : pick(r.uniform()); }
+    double weight(std::size_t j) const { return j == 0 ? cdf[0] : cdf[j] - cdf[j - 1]; }
+    void add_law(double mass, double* out) const {
+        const double inv = mass / total();
+        for (std::size_t j = 0; j < tok.size(); ++j) out[tok[j]] += weight(j) * inv;
+    }
+};
+
+// Walker/Vose alias table: O(1) draws from q, for the draft samplers.
+struct Alias {
+    std::vector<double> prob;
+    std::vector<int32_t> alias;
+    int64_t V = 0;
+    void build(const double* w, int64_t n) {
+        V = n;
+        prob.assign(n, 0.0);
+        alias.assign(n, 0);
+        double s = 0.0;
+        int32_t some_positive = 0;
+        for (int64_t i = 0; i < n; ++i)
+            if (w[i] > 0.0) { s += w[i]; some_positive = static_cast<int32_t>(i); }
+        std::vector<double> sc(n);
+        std::vector<int32_t> small, large;
+        for (int64_t i = 0; i < n; ++i) {
+            sc[i] = w[i] * static_cast<double>(n) / s;
+            (sc[i] < 1.0 ? small : large).push_back(static_cast<int32_t>(i));
+        }
+        while (!small.empty() && !large.empty()) {
+            const int32_t l = small.back(), g = large.back();
+            small.pop_back();
+            prob[l] = sc[l];
+            alias[l] = g;
+            sc[g] = (sc[g] + sc[l]) - 1.0;
+            if (sc[g] < 1.0) { large.pop_back(); small.push_back(g); }
+        }
+        // Leftovers hold scaled mass 1 up to rounding; a zero-weight token must never come out.
+        for (int32_t i : large) { prob[i] = 1.0; alias[i] = i; }
+        for (int32_t i : small) {
+            prob[i] = w[i] > 0.0 ? 1.0 : 0.0;
+            alias[i] = w[i] > 0.0 ? i : some_positive;
+        }
+    }
+    int32_t sample(Rng& r) const {
+        const int64_t i = static_cast<int64_t>(r.below(static_cast<uint64_t>(V)));
+        return r.uniform() < prob[i] ? static_cast<int32_t>(i) : alias[i];
+    }
+};
+
+inline bool contains(const int32_t* t, int m, int32_t x) {
+    for (int j = 0; j < m; ++j)
+        if (t[j] == x) return true;
+    return false;
+}
+
+// One draw from q restricted to V \ ex (m excluded tokens) and renormalised: rejection from the
+// alias table, and after kTries misses an exact inverse-CDF scan. The mixture of the two routes
+// is exactly the restricted law, since every accepted rejection draw already follows it.
+inline int32_t draw_excluding(const Alias& a, const double* q, int64_t V, const int32_t* ex, int m, Rng& r) {
+    constexpr int kTries = 32;
+    for (int k = 0; k < kTries; ++k) {
+        const int32_t x = a.sample(r);
+        if (!contains(ex, m, x)) return x;
+    }
+    double rest = 0.0;
+    for (int64_t i = 0; i < V; ++i)
+        if (!contains(ex, m, static_cast<int32_t>(i))) rest += q[i];
+    const double t = r.uniform() * rest;
+    double s = 0.0;
+    int32_t last = -1;
+    for (int64_t i = 0; i < V; ++i) {
+        if (q[i] <= 0.0 || contains(ex, m, static_cast<int32_t>(i))) continue;
+        s += q[i];
+        last = static_cast<int32_t>(i);
+        if (s > t) return last;
+    }
+    return last;
+}
+
+// The draft sampler of a scheme (THEORY §1), and the check that a user's tuple could come from it.
+struct Drafter {
+    enum Kind { Iid, Wor, Greedy, Hub };
+    Kind kind = Iid;
+    int n = 1;
+    int64_t V = 0;
+    Alias alias;
+    std::vector<int32_t> top;  // greedy: the top n-1 of q (sorted ids); hub: {argmax q}
+
+    static const char* scheme_name(Kind k) {
+        switch (k) {
+            case Iid: return "iid";
+            case Wor: return "wor";
+            case Greedy: return "greedy";
+            default: return "spechub";
+        }
+    }
+
+    void build(Kind k, const double* q, int64_t v, int nd) {
+        kind = k;
+        n = nd;
+        V = v;
+        alias.build(q, V);
+        int64_t support = 0;
+        for (int64_t i = 0; i < V; ++i) support += q[i] > 0.0;
+        if ((k == Wor || k == Greedy) && support < n)
+            throw std::invalid_argument("n: scheme '" + std::string(scheme_name(k)) + "' draws " +
+                                        std::to_string(n) + " distinct tokens but q has only " +
+                                        std::to_string(support) + " tokens with positive probability");
+        if (k == Greedy) greedy_top(q, V, n, top);
+        if (k == Hub) {
+            if (n != 2) throw std::invalid_argument("n: SpecHub drafts exactly 2 tokens, got n = " + std::to_string(n));
+            if (support < 2) throw std::invalid_argument("n: SpecHub needs at least 2 tokens with q > 0");
+            greedy_top(q, V, 2, top);  // the hub: argmax q, lowest id on ties
+        }
+    }
+
+    void draw(const double* q, Rng& r, int32_t* out) const {
+        switch (kind) {
+            case Iid:
+                for (int k = 0; k < n; ++k) out[k] = alias.sample(r);
+                return;
+            case Wor:
+                for (int k = 0; k < n; ++k) out[k] = draw_excluding(alias, q, V, out, k, r);
+                return;
+            case Greedy:
+                for (int k = 0; k < n - 1; ++k) out[k] = top[k];
+                out[n - 1] = draw_excluding(alias, q, V, top.data(), n - 1, r);
+                return;
+            case Hub: {
+                const int32_t a = top[0];
+                const int32_t x = alias.sample(r);
+                if (x != a) { out[0] = x; out[1] = a; }
+                else { out[0] = a; out[1] = draw_excluding(alias, q, V, &a, 1, r); }
+                return;
+            }
+        }
+    }
+
+    // Throws std::invalid_argument unless the tuple has positive probability under the scheme.
+    void check(const double* q, const int32_t* t) const {
+        auto show = [&]() {
+            std::string s = "(";
+            for (int k = 0; k < n; ++k) s += (k ? ", " : "") + std::to_string(t[k]);
+            return s + ")";
+        };
+        for (int k = 0; k < n; ++k) {
+            if (t[k] < 0 || t[k] >= V)
+                throw std::invalid_argument("drafts: token id " + std::to_string(t[k]) + " outside [0, " +
+                                            std::to_string(V) + ")");
+            if (!(q[t[k]] > 0.0))
+                throw std::invalid_argument("drafts: token " + std::to_string(t[k]) +
+                                            " has q = 0, so it cannot have been drafted from q");
+        }
+        if (kind == Wor)
+            for (int k = 1; k < n; ++k)
+                if (contains(t, k, t[k]))
+                    throw std::invalid_argument("drafts: token " + std::to_string(t[k]) + " appears twice in " +
+                                                show() + "; without-replacement drafts are distinct");
+        if (kind == Greedy) {
+            int outside = 0;
+            for (int k = 0; k < n; ++k) outside += !contains(top.data(), n - 1, t[k]);
+            bool all_top = true;
+            for (int32_t x : top) all_top = all_top && contains(t, n, x);
+            if (outside != 1 || !all_top) {
+                std::string T = "{";
+                for (std::size_t j = 0; j < top.size(); ++j) T += (j ? ", " : "") + std::to_string(top[j]);
+                throw std::invalid_argument("drafts: greedy drafts are the top n-1 tokens of q " + T +
+                                            "} plus one other token, got " + show());
+            }
+        }
+        if (kind == Hub) {
+            const int32_t a = top[0];
+            if ((t[0] == a) == (t[1] == a))
+                throw std::invalid_argument("drafts: a SpecHub pair holds the hub token " + std::to_string(a) +
+                                            " (argmax q) and one other token, got " + show());
+        }
+    }
+};
+
+// Tokens with p > 0 ordered by p/q descending (q = 0 first, ratio +inf), with prefix sums.
+// The residuals of recursive rejection sampling are all of the form D_T(x) = (p(x) - T q(x))_+
+// (THEORY §8.2-8.3, see rrs.hpp); D_T is positive exactly on the prefix {p/q > T}, so its mass
+// and inverse CDF cost a binary search.
+struct RatioTable {
+    std::vector<int32_t> order;
+    std::vector<double> ratio;  // p/q along order, non-increasing
+    std::vector<double> P, Q;   // P[k], Q[k]: p and q mass of the first k tokens of order
+
+    void build(const double* p, const double* q, int64_t V) {
+        OrderWorkspace ows;
+        std::vector<int32_t> asc;
+        const int64_t K = ratio_order(p, q, V, ows, asc);  // supp q by ascending p/q
+        order.clear();
+        for (int64_t i = 0; i < V; ++i)
+            if (q[i] <= 0.0 && p[i] > 0.0) order.push_back(static_cast<int32_t>(i));
+        for (int64_t j = K - 1; j >= 0; --j)
+            if (p[asc[j]] > 0.0) order.push_back(asc[j]);
+        const std::size_t L = order.size();
+        ratio.resize(L);
+        P.assign(L + 1, 0.0);
+        Q.assign(L + 1, 0.0);
+        for (std::size_t j = 0; j < L; ++j) {
+            const int32_t x = order[j];
+            ratio[j] = q[x] > 0.0 ? p[x] / q[x] : std::numeric_limits<double>::infinity();
+            P[j + 1] = P[j] + p[x];
+            Q[j + 1] = Q[j] + q[x];
+        }
+    }
+    // Number of tokens with p/q > T.
+    int64_t above(double T) const {
+        auto it = std::partition_point(ratio.begin(), ratio.end(), [T](double r) { return r > T; });
+        return it - ratio.begin();
+    }
+    // sum_x (p(x) - T q(x))_+
+    double mass(double T) const {
+        const int64_t k = above(T);
+        return std::max(0.0, P[k] - T * Q[k]);
+    }
+    // beta(rho) = sum_x min(q(x), p(x)/rho)  (K-SEQ, THEORY §8.4)
+    double min_q_p_over(double rho) const {
+        const int64_t k = above(rho);
+        return Q[k] + (P.back() - P[k]) / rho;
+    }
+    // The token at which the running sum of D_T along order passes u * M.
+    int32_t pick(double T, double M, double u) const {
+        const int64_t k = above(T);
+        const double t = u * M;
+        int64_t lo = 1, hi = k;  // smallest j in [1, k] with P[j] - T Q[j] > t
+        while (lo < hi) {
+            const int64_t mid = lo + (hi - lo) / 2;
+            if (P[mid] - T * Q[mid] > t) hi = mid;
+            else lo = mid + 1;
+        }
+        return order[lo - 1];
+    }
+};
+
+// The residual norm(D_T) with D_T = (p - T q)_+ and mass M (see RatioTable).
+struct ThresholdResidual {
+    const RatioTable& tab;
+    const double* p;
+    const double* q;
+    double T, M;
+    bool empty() const { return !(M > 0.0) || tab.above(T) == 0; }
+    int32_t sample(Rng& r) const { return empty() ? -1 : tab.pick(T, M, r.uniform()); }
+    void add_law(double mass, double* out) const {
+        const int64_t k = tab.above(T);
+        const double inv = mass / M;
+        for (int64_t j = 0; j < k; ++j) {
+            const int32_t x = tab.order[j];
+            out[x] += std::max(0.0, p[x] - T * q[x]) * inv;
+        }
+    }
+};
+
+// Runs a verifier as a sampler. `fallback` (the target p) is used when the chain reaches a
+// residual of zero mass, which has probability 0 in exact arithmetic; with `naive` set, every
+// rejection resamples from p instead of the residual: the classic bug, kept for power tests.
+struct SampleVisitor {
+    Rng& rng;
+    const Categorical& fallback;
+    bool naive = false;
+    int32_t out = -1;
+    bool test(int32_t tok, double prob) {
+        if (rng.uniform() < prob) {
+            out = tok;
+            return true;
+        }
+        return false;
+    }
+    template <class R>
+    void residual(const R& res) {
+        out = naive ? -1 : res.sample(rng);
+        if (out < 0) out = fallback.sample(rng);
+    }
+};
+
+// Runs a verifier as an exact calculator of its output law given the tuple: law[y] += Pr[y | tuple].
+struct LawVisitor {
+    double* law;
+    const Categorical& fallback;
+    bool naive = false;  // as in SampleVisitor: the residual replaced by p
+    double mass = 1.0;   // probability that every test so far failed
+    bool test(int32_t tok, double prob) {
+        prob = clamp01(prob);
+        law[tok] += mass * prob;
+        mass *= 1.0 - prob;
+        return !(mass > 0.0);
+    }
+    template <class R>
+    void residual(const R& res) {
+        if (!(mass > 0.0)) return;
+        if (naive || res.empty()) fallback.add_law(mass, law);
+        else res.add_law(mass, law);
+    }
+};
+
+// What every verifier plan holds: its own copy of p and q, the target as a fallback sampler,
+// and the draft sampler of its scheme.
+struct PlanBase {
+    std::vector<double> p, q;
+    int64_t V = 0;
+    int n = 1;
+    Categorical pcat;
+    Drafter drafter;
+    void init(const double* pp, const double* qq, int64_t v, int nd, Drafter::Kind kind) {
+        V = v;
+        n = nd;
+        p.assign(pp, pp + V);
+        q.assign(qq, qq + V);
+        pcat.build(p.data(), V);
+        drafter.build(kind, q.data(), V, n);
+    }
+};
+
+}  // namespace mdsd::verif

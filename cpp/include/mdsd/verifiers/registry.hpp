@@ -1,0 +1,132 @@
+// The verifier registry: one prepared plan per batch row behind a small virtual interface, so
+// the binding can loop over rows and sample blocks without knowing which verifier it runs.
+// Names are a contract with the Python layer: "sd", "rrs", "rrs-wor", "kseq", "spechub",
+// "greedy", "optimal-lp".
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "mdsd/rng.hpp"
+#include "mdsd/verifiers/common.hpp"
+#include "mdsd/verifiers/greedy.hpp"
+#include "mdsd/verifiers/kseq.hpp"
+#include "mdsd/verifiers/lp.hpp"
+#include "mdsd/verifiers/rrs.hpp"
+#include "mdsd/verifiers/sd.hpp"
+
+namespace mdsd::verif {
+
+enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, OptimalLp };
+
+inline Kind parse_kind(const std::string& s) {
+    if (s == "sd") return Kind::Sd;
+    if (s == "rrs") return Kind::Rrs;
+    if (s == "rrs-wor") return Kind::RrsWor;
+    if (s == "kseq") return Kind::Kseq;
+    if (s == "spechub") return Kind::SpecHub;
+    if (s == "greedy") return Kind::Greedy;
+    if (s == "optimal-lp") return Kind::OptimalLp;
+    throw std::invalid_argument("name: unknown verifier '" + s + "'");
+}
+
+inline Drafter::Kind parse_drafts(const std::string& s) {
+    if (s == "iid") return Drafter::Iid;
+    if (s == "wor") return Drafter::Wor;
+    if (s == "greedy") return Drafter::Greedy;
+    if (s == "spechub") return Drafter::Hub;
+    throw std::invalid_argument("scheme: unknown draft scheme '" + s + "'");
+}
+
+struct Scratch {
+    std::vector<int32_t> tuple;
+};
+
+class RowBase {
+  public:
+    virtual ~RowBase() = default;
+    virtual const PlanBase& base() const = 0;
+    virtual double exact(double budget) const = 0;
+    virtual double cost() const { return 0.0; }
+    virtual double rho() const { return 0.0; }
+    // `count` steps: draft, verify, record (any output pointer may be null).
+    virtual int64_t run(Rng& rng, int64_t count, int64_t* tokens, uint8_t* accepted, int64_t* drafts, bool naive,
+                        Scratch& ws) const = 0;
+    virtual int32_t verify(const int32_t* tuple, Rng& rng) const = 0;
+    virtual void law(const int32_t* tuple, double* out, bool naive) const = 0;
+    void check(const int32_t* tuple) const { base().drafter.check(base().q.data(), tuple); }
+};
+
+template <class U>
+class Row final : public RowBase {
+  public:
+    explicit Row(typename U::Plan&& pl) : plan_(std::move(pl)) {}
+    const PlanBase& base() const override { return plan_; }
+    double exact(double budget) const override { return U::exact(plan_, budget); }
+    double cost() const override {
+        if constexpr (std::is_same_v<U, RrsWor>) return RrsWor::cost(plan_);
+        else return 0.0;
+    }
+    double rho() const override {
+        if constexpr (std::is_same_v<U, Kseq>) return plan_.rho;
+        else return 0.0;
+    }
+
+    int64_t run(Rng& rng, int64_t count, int64_t* tokens, uint8_t* accepted, int64_t* drafts, bool naive,
+                Scratch& ws) const override {
+        const int n = plan_.n;
+        ws.tuple.resize(n);
+        int32_t* t = ws.tuple.data();
+        int64_t hits = 0;
+        for (int64_t s = 0; s < count; ++s) {
+            plan_.drafter.draw(plan_.q.data(), rng, t);
+            SampleVisitor vis{rng, plan_.pcat, naive};
+            U::walk(plan_, t, vis);
+            const bool acc = contains(t, n, vis.out);
+            hits += acc;
+            if (tokens) tokens[s] = vis.out;
+            if (accepted) accepted[s] = acc;
+            if (drafts)
+                for (int k = 0; k < n; ++k) drafts[s * n + k] = t[k];
+        }
+        return hits;
+    }
+
+    int32_t verify(const int32_t* tuple, Rng& rng) const override {
+        SampleVisitor vis{rng, plan_.pcat, false};
+        U::walk(plan_, tuple, vis);
+        return vis.out;
+    }
+
+    void law(const int32_t* tuple, double* out, bool naive) const override {
+        LawVisitor vis{out, plan_.pcat, naive};
+        U::walk(plan_, tuple, vis);
+    }
+
+  private:
+    typename U::Plan plan_;
+};
+
+// Prepares one row. `scheme` and `lp` are used by "optimal-lp" only.
+inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const double* q, int64_t V, int n,
+                                            Drafter::Kind scheme, const LpFlow* lp) {
+    switch (kind) {
+        case Kind::Sd: return std::make_unique<Row<Sd>>(Sd::prepare(p, q, V, n));
+        case Kind::Rrs: return std::make_unique<Row<Rrs>>(Rrs::prepare(p, q, V, n));
+        case Kind::RrsWor: return std::make_unique<Row<RrsWor>>(RrsWor::prepare(p, q, V, n));
+        case Kind::Kseq: return std::make_unique<Row<Kseq>>(Kseq::prepare(p, q, V, n));
+        case Kind::SpecHub: return std::make_unique<Row<SpecHub>>(SpecHub::prepare(p, q, V, n));
+        case Kind::Greedy: return std::make_unique<Row<Greedy>>(Greedy::prepare(p, q, V, n));
+        case Kind::OptimalLp:
+            if (!lp) throw std::invalid_argument("lp: 'optimal-lp' needs the LP solution of every row");
+            if (scheme == Drafter::Hub) throw std::invalid_argument("scheme: 'optimal-lp' serves 'iid', 'wor' and 'greedy'");
+            return std::make_unique<Row<OptimalLp>>(OptimalLp::prepare(p, q, V, n, scheme, *lp));
+    }
+    throw std::invalid_argument("name: unknown verifier");
+}
+
+}  // namespace mdsd::verif

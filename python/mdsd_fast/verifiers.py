@@ -1,0 +1,441 @@
+"""Lossless multi-draft verifiers: exact acceptance, simulation, and verification of given drafts.
+
+A verifier takes n draft tokens, drawn by its draft scheme from the draft distribution q, and
+outputs one token whose law is exactly the target p (THEORY.md §8). Its acceptance rate is the
+probability that the output is one of the drafts. Every verifier runs in the C++ core; this module
+validates input, dispatches and formats.
+
+========== ============================================= ==========================================
+name       drafts it verifies                            source
+========== ============================================= ==========================================
+sd         1 draft from q                                Leviathan et al. 2023; Chen et al. 2023
+rrs        n i.i.d. drafts                               SpecInfer (Miao et al. 2024); MCSD (Yang et al. 2024)
+rrs-wor    n drafts without replacement                  MCSD; RSD (Jeon et al. 2024); Sequoia; EAGLE-1
+kseq       n i.i.d. drafts                               SpecTr K-SEQ, optimal rho (Sun et al. 2023)
+spechub    SpecHub's sparse pair law, n = 2              SpecHub (Sun et al. 2024)
+greedy     top n-1 of q plus one draw                    optimal for greedy drafts (Hu et al. 2025)
+optimal-lp "iid", "wor" or "greedy" (scheme=)            OT-optimal plan of ``solve_lp``
+========== ============================================= ==========================================
+
+Randomness follows SPEC 7: ``rng`` is anything ``numpy.random.default_rng`` accepts. It is turned
+into one 64-bit seed, and each block of 4,096 samples draws from its own counter-keyed stream, so a
+seed gives the same result on any number of threads.
+"""
+
+from __future__ import annotations
+
+import numbers
+from types import MappingProxyType
+from typing import Any, Literal, Mapping, NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from . import _core
+from ._validate import as_distribution, check_n, check_scheme, check_support
+from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
+
+__all__ = [
+    "Verifier",
+    "Simulation",
+    "verifiers",
+    "acceptance",
+    "simulate",
+    "verify",
+    "EXACT_BUDGET",
+    "VerifierName",
+]
+
+VerifierName = Literal["sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp"]
+
+#: Work budget of an exact acceptance route, in elementary steps (about a second of C++). Only the
+#: rrs-wor recursion can exceed it (its cost grows like K^(n-1) for K tokens with q > 0).
+EXACT_BUDGET = 2e8
+
+
+class Simulation(NamedTuple):
+    """Output of :func:`simulate`. Shapes are (samples,) and (samples, n), with a leading B for batches."""
+
+    tokens: NDArray[np.int64]  #: the verifier's output token at each step
+    accepted: NDArray[np.bool_]  #: whether that token is one of the step's drafts
+    drafts: NDArray[np.int64]  #: the draft tuple of each step, in the order it was drawn
+
+
+class Verifier:
+    """A lossless verifier and the draft scheme it verifies (base class; see ``verifiers``).
+
+    Attributes
+    ----------
+    name : registry name.
+    scheme : draft scheme used when ``scheme=`` is not given ("iid", "wor", "greedy" or, for
+        SpecHub, "spechub", its own pair law).
+    schemes : the schemes it accepts.
+    optimal_scheme : scheme of ``optimal_acceptance`` whose alpha* bounds this verifier.
+    fixed_n : the only number of drafts it handles, or None.
+    source : the papers it comes from.
+    """
+
+    name: str = ""
+    scheme: str = "iid"
+    schemes: tuple[str, ...] = ("iid",)
+    optimal_scheme: str = "iid"
+    fixed_n: int | None = None
+    source: str = ""
+
+    def acceptance(self, p: ArrayLike, q: ArrayLike, n: int, **kwargs: Any) -> Any:
+        """Same as ``mdsd_fast.acceptance(self.name, p, q, n, **kwargs)``."""
+        return acceptance(self.name, p, q, n, **kwargs)  # type: ignore[arg-type]
+
+    def simulate(self, p: ArrayLike, q: ArrayLike, n: int, samples: int, **kwargs: Any) -> Simulation:
+        """Same as ``mdsd_fast.simulate(self.name, p, q, n, samples, **kwargs)``."""
+        return simulate(self.name, p, q, n, samples, **kwargs)  # type: ignore[arg-type]
+
+    def verify(self, p: ArrayLike, q: ArrayLike, drafts: ArrayLike, **kwargs: Any) -> Any:
+        """Same as ``mdsd_fast.verify(self.name, p, q, drafts, **kwargs)``."""
+        return verify(self.name, p, q, drafts, **kwargs)  # type: ignore[arg-type]
+
+    def resolve_scheme(self, scheme: str | None) -> str:
+        if scheme is None:
+            return self.scheme
+        if not isinstance(scheme, str) or scheme not in self.schemes:
+            allowed = ", ".join(map(repr, self.schemes))
+            raise ValueError(f"scheme: verifier {self.name!r} verifies {allowed} drafts, got {scheme!r}")
+        return scheme
+
+    def __repr__(self) -> str:
+        return f"<verifier {self.name!r}: {self.scheme} drafts; {self.source}>"
+
+
+class SpeculativeSampling(Verifier):
+    """``sd``: single-draft speculative sampling (THEORY.md §8.1).
+
+    Scheme: one draft X ~ q (n = 1). Accept X with probability min(1, p(X)/q(X)); otherwise output
+    Y ~ norm((p - q)_+). Acceptance sum_x min(p(x), q(x)) = 1 - TV(p, q), optimal for n = 1.
+
+    Source: Leviathan, Kalman & Matias, "Fast Inference from Transformers via Speculative Decoding"
+    (ICML 2023); Chen et al., "Accelerating Large Language Model Decoding with Speculative
+    Sampling" (2023).
+    """
+
+    name = "sd"
+    fixed_n = 1
+    source = "Leviathan et al. 2023; Chen et al. 2023"
+
+
+class RecursiveRejection(Verifier):
+    """``rrs``: recursive rejection sampling with replacement (THEORY.md §8.2).
+
+    Scheme: n i.i.d. drafts from q. With p_1 = p, for i = 1..n accept X_i with probability
+    min(1, p_i(X_i)/q(X_i)), else move to p_{i+1} = norm((p_i - q)_+); if every draft is
+    rejected, output Y ~ p_{n+1}. Exact acceptance 1 - prod_i (1 - beta_i), beta_i = sum min(p_i, q),
+    in O(V log V). Weakness: a rejected token has p_{i+1} = 0, so its duplicates are rejected again.
+
+    Source: SpecInfer's multi-step speculative sampling (Miao et al., ASPLOS 2024); MCSD
+    (Yang et al. 2024).
+    """
+
+    name = "rrs"
+    source = "SpecInfer (Miao et al. 2024); MCSD (Yang et al. 2024)"
+
+
+class RecursiveRejectionWor(Verifier):
+    """``rrs-wor``: recursive rejection sampling without replacement (THEORY.md §8.3).
+
+    Scheme: n drafts without replacement (sequential; the Gumbel-top-n law). As "rrs", with
+    q_i = q renormalised over the tokens not drafted before step i and p_{i+1} = norm((p_i - q_i)_+).
+    Exact acceptance by the recursion alpha_n = beta + sum_x (q(x) - p(x))_+ alpha_{n-1}(p', q_{-x}),
+    whose cost is exponential in n: ``acceptance(..., exact=True)`` refuses (TooLargeError) when
+    it would exceed ``EXACT_BUDGET``; use ``exact=False`` then.
+
+    Source: MCSD (Yang et al. 2024); Recursive Speculative Decoding (Jeon et al. 2024); used by
+    Sequoia and EAGLE-1.
+    """
+
+    name = "rrs-wor"
+    scheme = "wor"
+    schemes = ("wor",)
+    optimal_scheme = "wor"
+    source = "MCSD (Yang et al. 2024); RSD (Jeon et al. 2024); Sequoia; EAGLE-1"
+
+
+class KSeq(Verifier):
+    """``kseq``: K-SEQ of SpecTr with the optimal rho (THEORY.md §8.4).
+
+    Scheme: n i.i.d. drafts from q. With beta(rho) = sum_x min(q(x), p(x)/rho) and rho* the
+    smallest rho in [1, n] with 1 - (1 - beta)^n <= rho beta, accept each X_i in turn with
+    probability min(1, p(X_i)/(rho* q(X_i))); if all are rejected, output Y from
+    p_res ∝ p - min(q, p/rho*) (1 - (1 - beta)^n)/beta. Acceptance 1 - (1 - beta(rho*))^n, at least
+    (1 - 1/e) alpha*_iid.
+
+    Source: Sun, Suresh, Ro, Beirami, Jain & Yu, "SpecTr: Fast Speculative Decoding via Optimal
+    Transport" (NeurIPS 2023).
+    """
+
+    name = "kseq"
+    source = "SpecTr (Sun et al. 2023)"
+
+    def rho(self, p: ArrayLike, q: ArrayLike, n: int) -> Any:
+        """rho* of each row: a float for 1-D input, an array of shape (B,) for (B, V) input."""
+        batch, batched = _prepare(self.name, p, q, n, None, None)
+        rho = batch.rho()
+        return rho if batched else float(rho[0])
+
+
+class SpecHub(Verifier):
+    """``spechub``: SpecHub's verifier for its sparse pair law, n = 2 (THEORY.md §8.5).
+
+    Scheme "spechub": the hub a = argmax q (lowest id on ties) is always drafted. The pair is
+    (i, a) with probability q(i), or (a, i) with probability q(a) q(i)/(1 - q(a)), i != a; its set
+    law equals the greedy scheme's for n = 2. Each pair type tests its non-hub token, then the hub
+    against the rejected mass of the other pair type, then samples the common residual p''.
+    Acceptance p(a) + sum_{i != a} min(p(i), q(i)/(1 - q(a))) = alpha*_greedy (n = 2): optimal.
+
+    Source: Sun, Zhou, Chen & Sun, "SpecHub: Provable Acceleration to Multi-Draft Speculative
+    Decoding" (EMNLP 2024).
+    """
+
+    name = "spechub"
+    scheme = "spechub"
+    schemes = ("spechub",)
+    optimal_scheme = "greedy"
+    fixed_n = 2
+    source = "SpecHub (Sun et al. 2024)"
+
+
+class GreedyOptimal(Verifier):
+    """``greedy``: the optimal verifier for greedy drafts (THEORY.md §5, §8.6).
+
+    Scheme "greedy": T = the n-1 most probable tokens of q (ties: lower id) plus one draft
+    X ~ q~ = q renormalised over V \\ T. Accept X with probability min(1, p(X)/q~(X)); otherwise
+    output Y ~ r, r ∝ p on T and (p - q~)_+ off T (an output in T is a draft). Acceptance
+    p(T) + sum_{x not in T} min(p(x), q~(x)) = alpha*_greedy, in O(V) with no solver.
+
+    Source: Hu et al., "Towards Optimal Multi-draft Speculative Decoding" (ICLR 2025).
+    """
+
+    name = "greedy"
+    scheme = "greedy"
+    schemes = ("greedy",)
+    optimal_scheme = "greedy"
+    source = "Hu et al. 2025"
+
+
+class OptimalLP(Verifier):
+    """``optimal-lp``: the OT-optimal verifier read off the flow LP (THEORY.md §2.3, §8.8).
+
+    Scheme: any of "iid" (default), "wor", "greedy" (``scheme=``). ``solve_lp`` gives the optimal
+    accepted flow x(A, y) of every draft set A; a tuple maps to A = S(tuple) ∩ supp p and outputs
+    y in A with probability x(A, y)/Pr[S = A], otherwise Y ~ r = (p - a)/(1 - alpha*) with
+    a(y) = sum_A x(A, y). Acceptance alpha* of the scheme. One LP solve per position, so small
+    vocabularies only: the set enumeration is refused (TooLargeError) beyond ``DEFAULT_MAX_SETS`` sets.
+
+    Source: the optimal-transport formulation of SpecTr (Sun et al. 2023) and Hu et al. 2025.
+    """
+
+    name = "optimal-lp"
+    schemes = ("iid", "wor", "greedy")
+    source = "OT plan of the flow LP (SpecTr's OTM; Hu et al. 2025)"
+
+    def resolve_scheme(self, scheme: str | None) -> str:
+        return check_scheme("iid" if scheme is None else scheme, self.schemes)
+
+
+def _make_registry() -> Mapping[str, Verifier]:
+    items: list[Verifier] = [
+        SpeculativeSampling(),
+        RecursiveRejection(),
+        RecursiveRejectionWor(),
+        KSeq(),
+        SpecHub(),
+        GreedyOptimal(),
+        OptimalLP(),
+    ]
+    return MappingProxyType({v.name: v for v in items})
+
+
+#: Registry: verifier name -> :class:`Verifier` (read-only).
+verifiers: Mapping[str, Verifier] = _make_registry()
+
+
+def _lookup(name: Any) -> Verifier:
+    if not isinstance(name, str) or name not in verifiers:
+        raise ValueError(f"name: expected one of {', '.join(map(repr, verifiers))}, got {name!r}")
+    return verifiers[name]
+
+
+def _seed(rng: Any) -> int:
+    """One 64-bit seed from anything numpy.random.default_rng accepts (SPEC 7)."""
+    return int(np.random.default_rng(rng).integers(0, 2**64, dtype=np.uint64))
+
+
+def _threads(threads: Any) -> int:
+    if threads is None:
+        return 0
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
+        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
+    return int(threads)
+
+
+def _samples(samples: Any, *, minimum: int) -> int:
+    if isinstance(samples, bool) or not isinstance(samples, numbers.Integral):
+        raise TypeError(f"samples: expected an integer, got {type(samples).__name__}")
+    if samples < minimum:
+        raise ValueError(f"samples: expected an integer >= {minimum}, got {samples}")
+    return int(samples)
+
+
+def _prepare(
+    name: Any, p: ArrayLike, q: ArrayLike, n: Any, scheme: str | None, threads: Any
+) -> tuple[Any, bool]:
+    """Validate, broadcast (B, V), and prepare the C++ verifier for every row."""
+    v = _lookup(name)
+    sch = v.resolve_scheme(scheme)
+    n = check_n(n)
+    if v.fixed_n is not None and n != v.fixed_n:
+        raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
+    pa = as_distribution("p", p)
+    qa = as_distribution("q", q)
+    if pa.shape[-1] != qa.shape[-1]:
+        raise ValueError(f"p, q: vocabulary sizes differ (p has V={pa.shape[-1]}, q has V={qa.shape[-1]})")
+    batched = pa.ndim == 2 or qa.ndim == 2
+    if pa.ndim == 2 and qa.ndim == 2 and pa.shape[0] != qa.shape[0]:
+        raise ValueError(f"p, q: batch sizes differ (p has {pa.shape[0]} rows, q has {qa.shape[0]})")
+    B = pa.shape[0] if pa.ndim == 2 else (qa.shape[0] if qa.ndim == 2 else 1)
+    V = pa.shape[-1]
+    p2 = np.ascontiguousarray(np.broadcast_to(pa, (B, V)))
+    q2 = np.ascontiguousarray(np.broadcast_to(qa, (B, V)))
+    check_support("q", q2, n, "greedy" if sch == "spechub" else sch)
+    lp = None
+    if v.name == "optimal-lp":
+        lp = []
+        for r in range(B):
+            try:
+                res = solve_lp(p2[r], q2[r], n, sch, max_sets=DEFAULT_MAX_SETS)
+            except TooLargeError as exc:
+                raise TooLargeError(f"optimal-lp needs the flow LP of every position: {exc}") from None
+            lp.append((res.set_ptr, res.set_tokens, res.flows, res.set_weights))
+    return _core.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads)), batched
+
+
+def acceptance(
+    name: VerifierName,
+    p: ArrayLike,
+    q: ArrayLike,
+    n: int,
+    *,
+    exact: bool = True,
+    samples: int = 100_000,
+    rng: Any = None,
+    scheme: str | None = None,
+    threads: int | None = None,
+) -> Any:
+    """Acceptance rate of a verifier: Pr[its output is one of the drafts].
+
+    Parameters
+    ----------
+    name : a key of ``verifiers``.
+    p, q : target and draft distributions, (V,) or (B, V), float32/float64 (computed in float64;
+        rows within 1e-4 of summing to 1 are renormalised). A single row broadcasts over a batch.
+    n : number of drafts.
+    exact : True (default): the exact value by closed form, recursion or the verifier's own flow
+        accounting; raises ``TooLargeError`` (a ValueError) when the exact route would cost more
+        than ``EXACT_BUDGET`` (rrs-wor) or the LP more than ``DEFAULT_MAX_SETS`` draft sets
+        (optimal-lp). False: estimate from ``samples`` simulated steps per row.
+    samples, rng : simulation size and randomness for ``exact=False``.
+    scheme : draft scheme, for "optimal-lp" ("iid", the default, "wor" or "greedy"); other
+        verifiers accept only their own.
+    threads : threads (default: all cores); results do not depend on it.
+
+    Returns
+    -------
+    exact=True: a float (1-D input) or an array (B,). exact=False: (estimate, standard error),
+    floats or arrays.
+    """
+    if not isinstance(exact, (bool, np.bool_)):
+        raise TypeError(f"exact: expected a bool, got {type(exact).__name__}")
+    if not exact:
+        samples = _samples(samples, minimum=1)
+    batch, batched = _prepare(name, p, q, n, scheme, threads)
+    if exact:
+        out = batch.exact(EXACT_BUDGET, _threads(threads))
+        return out if batched else float(out[0])
+    rate, se = batch.estimate(samples, _seed(rng), _threads(threads))
+    return (rate, se) if batched else (float(rate[0]), float(se[0]))
+
+
+def simulate(
+    name: VerifierName,
+    p: ArrayLike,
+    q: ArrayLike,
+    n: int,
+    samples: int,
+    *,
+    rng: Any = None,
+    scheme: str | None = None,
+    threads: int | None = None,
+) -> Simulation:
+    """Draw drafts with the verifier's scheme and verify them, ``samples`` times per position.
+
+    Drafting and verification both run in C++ (GIL released, blocks of samples split over
+    threads). Same arguments as :func:`acceptance`.
+
+    Returns
+    -------
+    Simulation(tokens, accepted, drafts): int64 (samples,), bool (samples,), int64 (samples, n);
+    each with a leading batch axis B for (B, V) input.
+    """
+    samples = _samples(samples, minimum=0)
+    batch, batched = _prepare(name, p, q, n, scheme, threads)
+    tokens, accepted, drafts = batch.simulate(samples, _seed(rng), _threads(threads))
+    if not batched:
+        tokens, accepted, drafts = tokens[0], accepted[0], drafts[0]
+    return Simulation(tokens, accepted, drafts)
+
+
+def _drafts(drafts: ArrayLike) -> NDArray[np.int64]:
+    d = np.asarray(drafts)
+    if d.dtype == np.bool_ or d.dtype.kind not in "iu":
+        raise TypeError(f"drafts: expected integer token ids, got dtype {d.dtype}")
+    if d.ndim not in (1, 2) or d.shape[-1] == 0:
+        raise ValueError(f"drafts: expected shape (n,) or (B, n) with n >= 1, got {d.shape}")
+    return np.ascontiguousarray(d, dtype=np.int64)
+
+
+def verify(
+    name: VerifierName,
+    p: ArrayLike,
+    q: ArrayLike,
+    drafts: ArrayLike,
+    *,
+    rng: Any = None,
+    scheme: str | None = None,
+    threads: int | None = None,
+) -> Any:
+    """Verify draft tuples drawn by the caller: the output token and whether it is a draft.
+
+    Parameters
+    ----------
+    p, q : (V,) or (B, V) target and draft distributions.
+    drafts : int token ids, (n,) for one tuple, or (B, n): one tuple per row of p, q (or B tuples
+        for a single (V,) pair). Each tuple must be possible under the verifier's scheme (ids in
+        [0, V), q > 0, distinct for "wor", containing the top n-1 of q for "greedy", the hub for
+        "spechub"); otherwise ValueError.
+    rng, scheme, threads : as in :func:`acceptance`.
+
+    Returns
+    -------
+    (token, accepted): (int, bool) for one tuple, arrays of shape (B,) otherwise.
+    """
+    d = _drafts(drafts)
+    V = np.shape(p)[-1] if np.ndim(p) >= 1 else 0
+    if V > 0 and (d.min() < 0 or d.max() >= V):
+        bad = int(d[(d < 0) | (d >= V)].flat[0])
+        raise ValueError(f"drafts: token id {bad} outside [0, {V})")
+    batch, batched = _prepare(name, p, q, d.shape[-1], scheme, threads)
+    d2 = d if d.ndim == 2 else d[None, :]
+    if batched and d2.shape[0] != batch.B:
+        raise ValueError(f"drafts: expected {batch.B} tuples (one per row of p, q), got {d2.shape[0]}")
+    tokens, accepted = batch.verify(d2, _seed(rng), _threads(threads))
+    if d.ndim == 1 and not batched:
+        return int(tokens[0]), bool(accepted[0])
+    return tokens, accepted
