@@ -150,7 +150,10 @@ inline DraftSets sets_wor(const double* p, const double* q, int64_t V, int n, do
     if (K < n) throw std::invalid_argument("n: without-replacement drafts need at least n tokens with q > 0");
     if (n > 20) throw std::invalid_argument("n: the without-replacement LP enumeration supports n <= 20");
     guard(binom(K, n), max_sets, "scheme='wor'");
+    bool any_dead = false;  // without p = 0 tokens every n-subset is its own set: no merging
+    for (int32_t t : sup) any_dead |= !(p[t] > 0.0);
     SetAccumulator acc(p);
+    acc.out.ptr.reserve(any_dead ? 1 : static_cast<std::size_t>(binom(K, n)) + 1);
     std::vector<int32_t> comb(n);
     std::vector<double> g(std::size_t(1) << n), qm(std::size_t(1) << n);
     for (int j = 0; j < n; ++j) comb[j] = j;
@@ -185,7 +188,10 @@ inline DraftSets sets_wor(const double* p, const double* q, int64_t V, int n, do
         }
         int32_t toks[64];
         for (int j = 0; j < n; ++j) toks[j] = sup[comb[j]];
-        if (g[full] > 0.0) acc.add(toks, n, g[full]);
+        if (g[full] > 0.0) {
+            if (any_dead) acc.add(toks, n, g[full]);
+            else acc.out.push(toks, n, g[full]);  // comb is ascending, so toks is sorted
+        }
         // next combination
         int j = n - 1;
         while (j >= 0 && comb[j] == K - n + j) --j;
