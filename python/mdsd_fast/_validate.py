@@ -25,7 +25,16 @@ SUM_TOL = 1e-4
 SCHEMES = ("iid", "wor", "greedy")
 LP_SCHEMES = ("iid", "wor", "greedy", "independent", "explicit")
 
-__all__ = ["SUM_TOL", "SCHEMES", "LP_SCHEMES", "as_distribution", "check_n", "check_scheme", "check_support"]
+__all__ = [
+    "SUM_TOL",
+    "SCHEMES",
+    "LP_SCHEMES",
+    "as_distribution",
+    "as_pair",
+    "check_n",
+    "check_scheme",
+    "check_support",
+]
 
 
 def _as_float_array(name: str, x: Any) -> NDArray[np.float64]:
@@ -72,6 +81,23 @@ def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDA
         )
     out = rows / sums[:, None]
     return np.ascontiguousarray(out.reshape(arr.shape))
+
+
+def as_pair(p: Any, q: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], bool]:
+    """Validated (B, V) float64 copies of p and q (a single row broadcasts against a batch),
+    and whether the caller passed a batch (2-D) at all."""
+    pa = as_distribution("p", p)
+    qa = as_distribution("q", q)
+    if pa.shape[-1] != qa.shape[-1]:
+        raise ValueError(f"p, q: vocabulary sizes differ (p has V={pa.shape[-1]}, q has V={qa.shape[-1]})")
+    if pa.ndim == 2 and qa.ndim == 2 and pa.shape[0] != qa.shape[0]:
+        raise ValueError(f"p, q: batch sizes differ (p has {pa.shape[0]} rows, q has {qa.shape[0]})")
+    batched = pa.ndim == 2 or qa.ndim == 2
+    B = pa.shape[0] if pa.ndim == 2 else (qa.shape[0] if qa.ndim == 2 else 1)
+    V = pa.shape[-1]
+    p2 = np.ascontiguousarray(np.broadcast_to(pa, (B, V)))
+    q2 = np.ascontiguousarray(np.broadcast_to(qa, (B, V)))
+    return p2, q2, batched
 
 
 def check_n(n: Any, *, name: str = "n") -> int:

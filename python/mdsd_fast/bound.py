@@ -21,6 +21,7 @@ from ._validate import (
     LP_SCHEMES,
     SCHEMES,
     as_distribution,
+    as_pair,
     check_n,
     check_scheme,
     check_support,
@@ -371,16 +372,8 @@ def optimal_acceptance(
         raise ValueError("wor_method: 'exact' covers n <= 3; use 'integral' or 'auto' for larger n")
     if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
         raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
-    pa = as_distribution("p", p)
-    qa = as_distribution("q", q)
-    if pa.shape[-1] != qa.shape[-1]:
-        raise ValueError(f"p, q: vocabulary sizes differ (p has V={pa.shape[-1]}, q has V={qa.shape[-1]})")
-    batched = pa.ndim == 2 or qa.ndim == 2
-    if pa.ndim == 2 and qa.ndim == 2 and pa.shape[0] != qa.shape[0]:
-        raise ValueError(f"p, q: batch sizes differ (p has {pa.shape[0]} rows, q has {qa.shape[0]})")
-    B = pa.shape[0] if pa.ndim == 2 else (qa.shape[0] if qa.ndim == 2 else 1)
-    p2 = np.ascontiguousarray(np.broadcast_to(pa, (B, pa.shape[-1])))
-    q2 = np.ascontiguousarray(np.broadcast_to(qa, (B, qa.shape[-1])))
+    p2, q2, batched = as_pair(p, q)
+    B = p2.shape[0]
     check_support("q", q2, n, scheme)
 
     if method == "lp":

@@ -32,7 +32,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._validate import as_distribution, check_n, check_scheme, check_support
+from ._validate import as_pair, check_n, check_scheme, check_support
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 
 __all__ = [
@@ -293,17 +293,8 @@ def _prepare(
     n = check_n(n)
     if v.fixed_n is not None and n != v.fixed_n:
         raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
-    pa = as_distribution("p", p)
-    qa = as_distribution("q", q)
-    if pa.shape[-1] != qa.shape[-1]:
-        raise ValueError(f"p, q: vocabulary sizes differ (p has V={pa.shape[-1]}, q has V={qa.shape[-1]})")
-    batched = pa.ndim == 2 or qa.ndim == 2
-    if pa.ndim == 2 and qa.ndim == 2 and pa.shape[0] != qa.shape[0]:
-        raise ValueError(f"p, q: batch sizes differ (p has {pa.shape[0]} rows, q has {qa.shape[0]})")
-    B = pa.shape[0] if pa.ndim == 2 else (qa.shape[0] if qa.ndim == 2 else 1)
-    V = pa.shape[-1]
-    p2 = np.ascontiguousarray(np.broadcast_to(pa, (B, V)))
-    q2 = np.ascontiguousarray(np.broadcast_to(qa, (B, V)))
+    p2, q2, batched = as_pair(p, q)
+    B = p2.shape[0]
     check_support("q", q2, n, "greedy" if sch == "spechub" else sch)
     lp = None
     if v.name == "optimal-lp":

@@ -94,49 +94,61 @@ inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, do
         else qd += q[i];
     }
     const int64_t L = static_cast<int64_t>(live.size());
-    double count = 0.0;
-    for (int m = 1; m <= n; ++m) count += binom(L, m);
+    double count = 0.0, edges = 0.0;
+    for (int m = 1; m <= n; ++m) { count += binom(L, m); edges += m * binom(L, m); }
     guard(count, max_sets, "scheme='iid'");
     DraftSets out;
     out.rejected_mass = std::pow(qd, n);
-    std::vector<double> fact(n + 1, 1.0), cnj(n + 1, 1.0), qdp(n + 1, 1.0);
+    out.ptr.reserve(static_cast<std::size_t>(count) + 1);
+    out.w.reserve(static_cast<std::size_t>(count));
+    out.tok.reserve(static_cast<std::size_t>(edges));
+    const int W = n + 1;
+    std::vector<double> fact(W, 1.0), coef(W, 0.0);
     for (int j = 1; j <= n; ++j) fact[j] = fact[j - 1] * j;
-    for (int j = 0; j <= n; ++j) cnj[j] = fact[n] / (fact[j] * fact[n - j]);
-    for (int j = 1; j <= n; ++j) qdp[j] = qdp[j - 1] * qd;
-    // poly[level] holds the truncated series prod (e^{q_a x} - 1) for the first `level` chosen tokens.
-    std::vector<std::vector<double>> poly(n + 1, std::vector<double>(n + 1, 0.0));
-    poly[0][0] = 1.0;
+    // coef[j] = C(n, j) qd^{n-j} j!  so that  w_A = sum_j coef[j] [x^j] poly
+    for (int j = 0; j <= n; ++j) coef[j] = fact[n] / fact[n - j] * std::pow(qd, n - j);
+    // term[s][r] = q_s^r / r! (r >= 1): the series of e^{q_s x} - 1, once per token
+    std::vector<double> term(static_cast<std::size_t>(L) * W, 0.0);
+    for (int64_t s = 0; s < L; ++s) {
+        double t = 1.0;
+        for (int r = 1; r <= n; ++r) { t *= q[live[s]] / r; term[s * W + r] = t; }
+    }
+    // poly[level] = prod of the series of the first `level` chosen tokens, truncated at degree n
+    std::vector<double> poly(static_cast<std::size_t>(W) * W, 0.0);
+    poly[0] = 1.0;
     std::vector<int32_t> chosen(n);
-    std::vector<double> term(n + 1);
-    // Recursive enumeration of combinations of live tokens in ascending order.
-    struct Rec {
-        static void go(int level, int64_t start, int n, int64_t L, const std::vector<int32_t>& live, const double* q,
-                       std::vector<std::vector<double>>& poly, std::vector<int32_t>& chosen, std::vector<double>& term,
-                       const std::vector<double>& fact, const std::vector<double>& cnj,
-                       const std::vector<double>& qdp, DraftSets& out) {
-            for (int64_t s = start; s < L; ++s) {
-                const double qa = q[live[s]];
-                // term[r] = qa^r / r!, r >= 1
-                term[0] = 0.0;
-                double t = 1.0;
-                for (int r = 1; r <= n; ++r) { t *= qa / r; term[r] = t; }
-                const auto& src = poly[level];
-                auto& dst = poly[level + 1];
-                std::fill(dst.begin(), dst.end(), 0.0);
-                for (int i = level; i <= n; ++i) {
-                    if (src[i] == 0.0) continue;
-                    for (int r = 1; i + r <= n; ++r) dst[i + r] += src[i] * term[r];
-                }
-                chosen[level] = live[s];
-                const int m = level + 1;
-                double wa = 0.0;
-                for (int j = m; j <= n; ++j) wa += cnj[j] * qdp[n - j] * fact[j] * dst[j];
-                if (wa > 0.0) out.push(chosen.data(), m, wa);
-                if (m < n) go(level + 1, s + 1, n, L, live, q, poly, chosen, term, fact, cnj, qdp, out);
-            }
+    std::vector<int64_t> pos(n);
+    // Iterative enumeration of combinations of live tokens (ascending, so each set is sorted).
+    int level = 0;
+    pos[0] = 0;
+    while (level >= 0) {
+        if (pos[level] >= L) {
+            --level;
+            if (level >= 0) ++pos[level];
+            continue;
         }
-    };
-    Rec::go(0, 0, n, L, live, q, poly, chosen, term, fact, cnj, qdp, out);
+        const int64_t s = pos[level];
+        const double* src = &poly[static_cast<std::size_t>(level) * W];
+        double* dst = &poly[static_cast<std::size_t>(level + 1) * W];
+        const double* ts = &term[s * W];
+        for (int i = 0; i <= n; ++i) dst[i] = 0.0;
+        for (int i = level; i < n; ++i) {
+            const double a = src[i];
+            if (a == 0.0) continue;
+            for (int r = 1; i + r <= n; ++r) dst[i + r] += a * ts[r];
+        }
+        chosen[level] = live[s];
+        const int m = level + 1;
+        double wa = 0.0;
+        for (int j = m; j <= n; ++j) wa += coef[j] * dst[j];
+        if (wa > 0.0) out.push(chosen.data(), m, wa);
+        if (m < n && s + 1 < L) {
+            ++level;
+            pos[level] = s + 1;
+        } else {
+            ++pos[level];
+        }
+    }
     return out;
 }
 
