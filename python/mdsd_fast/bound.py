@@ -287,8 +287,7 @@ def solve_lp(
         )
     set_ptr = model.set_ptr
     set_tokens = model.set_tokens
-    accepted = np.zeros(V)
-    np.add.at(accepted, set_tokens, flows)
+    accepted = np.bincount(set_tokens, weights=flows, minlength=V).astype(np.float64, copy=False)
     return LPResult(
         alpha=min(alpha, 1.0),
         cut_value=float(cut),
