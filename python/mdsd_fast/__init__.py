@@ -14,12 +14,15 @@ simulate(name, p, q, n, samples, *, rng=None, scheme=None)
     draft and verify in C++: output tokens, accepted flags and the drafts.
 verify(name, p, q, drafts, *, rng=None, scheme=None)
     verify draft tuples drawn by the caller: (token, accepted).
+load_dataset(path=None)
+    real next-token distributions (the shipped SmolLM2-135M dataset by default).
 """
 
 from __future__ import annotations
 
 from ._core import __version__ as _core_version
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
+from .data import LMDataset, from_arrays, load_dataset
 from .verifiers import EXACT_BUDGET, Simulation, Verifier, acceptance, simulate, verifiers, verify
 
 __version__ = _core_version
@@ -39,4 +42,7 @@ __all__ = [
     "Verifier",
     "Simulation",
     "EXACT_BUDGET",
+    "LMDataset",
+    "load_dataset",
+    "from_arrays",
 ]

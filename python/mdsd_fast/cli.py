@@ -73,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="print alpha* for every scheme on built-in examples")
     demo.add_argument("--max-n", type=int, default=4, help="largest number of drafts (default 4)")
     demo.set_defaults(func=_demo)
+    from .lm import add_extract_parser  # torch is imported only when `extract` runs
+
+    add_extract_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["demo", *(argv or [])])
