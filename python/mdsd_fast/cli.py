@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
 from . import __version__
 from .bound import optimal_acceptance, solve_lp
+from .report import DEFAULT_VERIFIERS
 
 # The worked examples of THEORY.md §10 (p, q).
 EXAMPLES: dict[str, tuple[list[float], list[float]]] = {
@@ -66,6 +67,92 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if worst < 1e-9 else 1
 
 
+def _csv_list(kind: type, text: str) -> tuple[Any, ...]:
+    return tuple(kind(x) for x in text.split(",") if x.strip())
+
+
+def _add_report_parser(sub: Any) -> None:
+    rp = sub.add_parser(
+        "report",
+        help="the gap between verifiers and the bound alpha* on real distributions (the main job)",
+        description="Mean alpha* per (domain, temperature, draft, scheme, n) with 95%% CIs, each verifier's "
+        "acceptance and its gap to the bound, expected tokens per target call; markdown on stdout, "
+        "CSV/JSON/PNG in --out.",
+    )
+    rp.add_argument("--dataset", default=None,
+                    help="a dataset file or a directory of dataset shards (.npz); default: the shipped SmolLM2 data")
+    rp.add_argument("--arrays", nargs=2, metavar=("P.npy", "Q.npy"), default=None,
+                    help="your own (B, V) target and draft arrays instead of a dataset")
+    rp.add_argument("--schemes", default="iid,wor,greedy", help="comma-separated (default iid,wor,greedy)")
+    rp.add_argument("--n", default="1,2,3,4", help="numbers of drafts, comma-separated, each 1..8 (default 1,2,3,4)")
+    rp.add_argument("--verifiers", default=",".join(DEFAULT_VERIFIERS),
+                    help=f"comma-separated (default {','.join(DEFAULT_VERIFIERS)}; also optimal-lp on small data)")
+    rp.add_argument("--temperatures", default=None, help="only these temperatures, comma-separated")
+    rp.add_argument("--out", default="mdsd_report", help="output directory (default ./mdsd_report)")
+    rp.add_argument("--simulate", action="store_true", help="simulate every verifier instead of exact acceptance")
+    rp.add_argument("--samples", type=int, default=4000, help="simulated steps per position (default 4000)")
+    rp.add_argument("--seed", type=int, default=0)
+    rp.add_argument("--gamma", type=int, default=4, help="drafted positions per target call (default 4)")
+    rp.add_argument("--resume", action="store_true", help="skip units already computed in --out")
+    rp.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
+    rp.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://127.0.0.1:8786")
+    rp.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    rp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rp.add_argument("--max-rows", type=int, default=80, help="rows of the table printed on stdout (default 60)")
+    rp.set_defaults(func=_report)
+
+
+def _report(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .report import GapReport, ReportConfig, gap_report
+
+    cfg = ReportConfig(
+        schemes=_csv_list(str, args.schemes),
+        ns=_csv_list(int, args.n),
+        verifiers=_csv_list(str, args.verifiers),
+        temperatures=_csv_list(float, args.temperatures) if args.temperatures else None,
+        exact=not args.simulate,
+        samples=args.samples,
+        seed=args.seed,
+        gamma=args.gamma,
+        threads=1 if (args.workers > 1 or args.scheduler) else None,
+    )
+    dataset: Any = args.dataset
+    if args.arrays:
+        dataset = (np.load(args.arrays[0]), np.load(args.arrays[1]))
+    t0 = time.perf_counter()
+    rep: GapReport = gap_report(
+        dataset, config=cfg, out_dir=args.out, resume=args.resume, workers=args.workers,
+        scheduler=args.scheduler, progress=False if args.no_progress else None,
+        command=" ".join(["mdsd-fast", *sys.argv[1:]]),
+    )
+    out = Path(args.out)
+    rep.to_csv(out / "report.csv")
+    rep.to_json(out / "report.json")
+    pooled = any(r["domain"] == "all" for r in rep.records)
+    md = rep.markdown(max_rows=args.max_rows, domain="all" if pooled else None)
+    full_md = rep.markdown()
+    findings = rep.findings_markdown()
+    (out / "report.md").write_text(f"# mdsd_fast gap report\n\n{full_md}\n\n## Findings\n\n{findings}\n")
+    print(f"mdsd_fast {__version__} gap report: {rep.metadata['units']} groups, "
+          f"{sum(r['positions'] for r in rep.records if r['method'] == 'alpha*' and r['domain'] != 'all' and r['n'] == cfg.ns[0] and r['scheme'] == cfg.schemes[0])} positions")
+    print("alpha* mean (95% CI over positions); verifier acceptance (its difference to alpha* of its scheme); "
+          "* = simulated" + ("; pooled over domains (per-domain rows in report.md/csv/json)" if pooled else "") + "\n")
+    print(md)
+    print("\nFindings on this data:\n")
+    print(findings)
+    if not args.no_plots:
+        try:
+            files = rep.plot(out)
+            print("\nplots: " + ", ".join(files))
+        except ImportError as exc:
+            print(f"\n(no plots: {exc})")
+    print(f"\nfiles: {out / 'report.md'}, {out / 'report.csv'}, {out / 'report.json'}; "
+          f"{time.perf_counter() - t0:.1f} s")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mdsd-fast", description=__doc__)
     parser.add_argument("--version", action="version", version=f"mdsd_fast {__version__}")
@@ -73,12 +160,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="print alpha* for every scheme on built-in examples")
     demo.add_argument("--max-n", type=int, default=4, help="largest number of drafts (default 4)")
     demo.set_defaults(func=_demo)
+    _add_report_parser(sub)
     from .lm import add_extract_parser  # torch is imported only when `extract` runs
 
     add_extract_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
-        args = parser.parse_args(["demo", *(argv or [])])
+        args = parser.parse_args(["report", *(argv or [])])
     return int(args.func(args))
 
 
