@@ -1,11 +1,29 @@
 // The one extension module, mdsd_fast._core. Each area registers its own functions.
 #include <pybind11/pybind11.h>
 
+#include "mdsd/parallel.hpp"
+
 namespace py = pybind11;
 
 void register_dual(py::module_& m);
 void register_lp(py::module_& m);
 void register_verifiers(py::module_& m);
+
+namespace {
+
+// Python's main thread: the only thread in which signal handlers run (PyErr_CheckSignals is a
+// no-op elsewhere), hence the only one that polls.
+unsigned long g_main_thread = 0;
+
+// The interrupt hook of the C++ loops (mdsd::poll_interrupt): in the main thread, take the GIL,
+// run the pending signal handlers, and throw the exception one raised (KeyboardInterrupt).
+void check_signals() {
+    if (PyThread_get_thread_ident() != g_main_thread) return;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
+}  // namespace
 
 #define MDSD_STR_(x) #x
 #define MDSD_STR(x) MDSD_STR_(x)
@@ -15,6 +33,8 @@ PYBIND11_MODULE(_core, m) {
 #ifdef MDSD_VERSION_INFO
     m.attr("__version__") = MDSD_STR(MDSD_VERSION_INFO);
 #endif
+    g_main_thread = py::module_::import("threading").attr("main_thread")().attr("ident").cast<unsigned long>();
+    mdsd::set_interrupt_hook(&check_signals);
     register_dual(m);
     register_lp(m);
     register_verifiers(m);

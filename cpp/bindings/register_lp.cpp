@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,9 +27,17 @@ py::array_t<T> to_numpy(const std::vector<T>& v) {
 
 struct FlowModel {
     mdsd::DraftSets sets;
-    mdsd::FlowLP lp;
     std::vector<double> p;
     int64_t V = 0;
+    // The CSC LP is only needed by HiGHS and the dual rounding: built on first use.
+    const mdsd::FlowLP& lp() const {
+        std::call_once(lp_once_, [this] { lp_ = mdsd::assemble_flow(sets, p.data(), V); });
+        return lp_;
+    }
+
+  private:
+    mutable std::once_flag lp_once_;
+    mutable mdsd::FlowLP lp_;
 };
 
 std::shared_ptr<FlowModel> make_model(const F64& p, const std::optional<F64>& q, int n, const std::string& scheme,
@@ -71,8 +80,6 @@ std::shared_ptr<FlowModel> make_model(const F64& p, const std::optional<F64>& q,
             }
         }
     }
-    py::gil_scoped_release nogil;
-    mdl->lp = mdsd::assemble_flow(mdl->sets, pp, V);
     return mdl;
 }
 
@@ -85,26 +92,27 @@ void register_lp(py::module_& m) {
         .def(py::init(&make_model), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"),
              py::arg("max_sets"), py::arg("tuples") = py::none(), py::arg("probs") = py::none())
         .def_property_readonly("num_sets", [](const FlowModel& f) { return f.sets.num_sets(); })
-        .def_property_readonly("num_col", [](const FlowModel& f) { return f.lp.num_col; })
-        .def_property_readonly("num_row", [](const FlowModel& f) { return f.lp.num_row; })
+        .def_property_readonly("num_edges", [](const FlowModel& f) { return static_cast<int64_t>(f.sets.tok.size()); })
+        .def_property_readonly("num_col", [](const FlowModel& f) { return f.lp().num_col; })
+        .def_property_readonly("num_row", [](const FlowModel& f) { return f.lp().num_row; })
         .def_property_readonly("rejected_mass", [](const FlowModel& f) { return f.sets.rejected_mass; })
         .def_property_readonly("set_ptr", [](const FlowModel& f) { return to_numpy(f.sets.ptr); })
         .def_property_readonly("set_tokens", [](const FlowModel& f) { return to_numpy(f.sets.tok); })
         .def_property_readonly("set_weights", [](const FlowModel& f) { return to_numpy(f.sets.w); })
-        .def_property_readonly("a_start", [](const FlowModel& f) { return to_numpy(f.lp.a_start); })
-        .def_property_readonly("a_index", [](const FlowModel& f) { return to_numpy(f.lp.a_index); })
-        .def_property_readonly("row_upper", [](const FlowModel& f) { return to_numpy(f.lp.row_upper); })
-        .def_property_readonly("row_tokens", [](const FlowModel& f) { return to_numpy(f.lp.tokens); })
+        .def_property_readonly("a_start", [](const FlowModel& f) { return to_numpy(f.lp().a_start); })
+        .def_property_readonly("a_index", [](const FlowModel& f) { return to_numpy(f.lp().a_index); })
+        .def_property_readonly("row_upper", [](const FlowModel& f) { return to_numpy(f.lp().row_upper); })
+        .def_property_readonly("row_tokens", [](const FlowModel& f) { return to_numpy(f.lp().tokens); })
         .def(
             "certificate",
             [](const FlowModel& f, const F64& v) {
-                if (v.ndim() != 1 || v.shape(0) != static_cast<py::ssize_t>(f.lp.tokens.size()))
+                if (v.ndim() != 1 || v.shape(0) != static_cast<py::ssize_t>(f.lp().tokens.size()))
                     throw std::invalid_argument("v: expected one dual value per token row");
                 std::vector<int64_t> H;
                 double val;
                 {
                     py::gil_scoped_release nogil;
-                    val = mdsd::best_threshold_cut(f.sets, f.lp, f.p.data(), f.V, v.data(), H);
+                    val = mdsd::best_threshold_cut(f.sets, f.lp(), f.p.data(), f.V, v.data(), H);
                 }
                 return py::make_tuple(val, to_numpy(H));
             },
@@ -124,7 +132,7 @@ void register_lp(py::module_& m) {
                 }
                 {
                     py::gil_scoped_release nogil;
-                    r = mdsd::max_flow_sets(f.sets, f.lp, f.p.data(), f.V, hint ? h.data() : nullptr);
+                    r = mdsd::max_flow_sets(f.sets, f.p.data(), f.V, hint ? h.data() : nullptr);
                 }
                 py::dict out;
                 out["value"] = r.value;

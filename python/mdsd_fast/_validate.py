@@ -2,9 +2,14 @@
 
 Rules (applied to every probability array the package accepts):
 
-* dtype: float32 or float64 (or a list/tuple of Python floats); other dtypes (int, bool,
-  complex, float16, object) raise ``TypeError``. Computation is always in float64.
-* shape: ``(V,)`` or ``(B, V)`` with ``V >= 1``; ``B = 0`` is allowed and gives empty results.
+* dtype: float32 or float64 in either byte order (or a list/tuple of Python floats); other
+  dtypes (int, bool, complex, float16, longdouble, object) raise ``TypeError``. Computation is
+  always in float64, on a C-contiguous copy (strided and reversed views give the same numbers).
+* shape: ``(V,)`` or ``(B, V)`` with ``1 <= V <= MAX_V`` (token ids are int32 in the C++ core);
+  ``B = 0`` is allowed and gives empty results. Scalars (0-d) are refused. Shapes are checked
+  before anything is copied.
+* flags: ``return_certificate`` and ``exact`` must be bools; ``threads`` a positive integer or
+  None (more than ``MAX_THREADS`` is clamped: results never depend on it).
 * values: finite and non-negative; every row must have a positive sum.
 * normalisation: a row whose sum is within ``SUM_TOL`` (1e-4) of 1 is divided by its sum;
   any other row is an error naming the row.
@@ -22,11 +27,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 SUM_TOL = 1e-4
+#: Largest vocabulary: token ids are int32 in the C++ core.
+MAX_V = 2**31 - 1
+#: Requests for more threads than this are clamped (the C++ core caps at 256 anyway).
+MAX_THREADS = 256
 SCHEMES = ("iid", "wor", "greedy")
 LP_SCHEMES = ("iid", "wor", "greedy", "independent", "explicit")
 
 __all__ = [
     "SUM_TOL",
+    "MAX_V",
+    "MAX_THREADS",
     "SCHEMES",
     "LP_SCHEMES",
     "as_distribution",
@@ -34,30 +45,38 @@ __all__ = [
     "check_n",
     "check_scheme",
     "check_support",
+    "check_bool",
+    "check_threads",
 ]
 
 
-def _as_float_array(name: str, x: Any) -> NDArray[np.float64]:
+def as_array(name: str, x: Any) -> NDArray[Any]:
+    """``x`` as an ndarray (no copy for arrays); a ValueError naming ``name`` if it cannot be one."""
     if isinstance(x, np.ndarray):
-        arr = x
-    else:
-        try:
-            arr = np.asarray(x)
-        except Exception as exc:  # ragged lists and the like
-            raise ValueError(f"{name}: cannot be read as an array ({exc})") from None
-    if arr.dtype not in (np.float32, np.float64):
+        return x
+    try:
+        return np.asarray(x)
+    except Exception as exc:  # ragged lists and the like
+        raise ValueError(f"{name}: cannot be read as an array ({exc})") from None
+
+
+def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.float64]:
+    arr = as_array(name, x)
+    if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):
         raise TypeError(f"{name}: expected float32 or float64 probabilities, got dtype {arr.dtype}")
-    return np.ascontiguousarray(arr, dtype=np.float64)
-
-
-def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDArray[np.float64]:
-    """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D)."""
-    arr = _as_float_array(name, x)
     if arr.ndim not in ndim:
         want = " or ".join({1: "(V,)", 2: "(B, V)"}[d] for d in ndim)
         raise ValueError(f"{name}: expected shape {want}, got shape {arr.shape}")
     if arr.shape[-1] == 0:
         raise ValueError(f"{name}: the vocabulary is empty (V = 0)")
+    if arr.shape[-1] > MAX_V:
+        raise ValueError(f"{name}: V = {arr.shape[-1]} tokens is more than the supported {MAX_V} (int32 token ids)")
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDArray[np.float64]:
+    """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D)."""
+    arr = _as_float_array(name, x, ndim)
     rows = arr.reshape(-1, arr.shape[-1])
     if rows.shape[0] == 0:
         return arr.copy()
@@ -109,6 +128,22 @@ def check_n(n: Any, *, name: str = "n") -> int:
     if n > 1_000_000:
         raise ValueError(f"{name}: {n} drafts is beyond any supported computation")
     return n
+
+
+def check_bool(name: str, value: Any) -> bool:
+    """A Python or NumPy bool (truthy objects such as "no" or 1 are refused)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name}: expected a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def check_threads(threads: Any) -> int:
+    """None -> 0 (all cores); a positive integer, clamped to MAX_THREADS."""
+    if threads is None:
+        return 0
+    if isinstance(threads, (bool, np.bool_)) or not isinstance(threads, numbers.Integral) or threads < 1:
+        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
+    return min(operator.index(threads), MAX_THREADS)
 
 
 def check_scheme(scheme: Any, allowed: tuple[str, ...] = SCHEMES) -> str:

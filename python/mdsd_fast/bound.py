@@ -20,11 +20,14 @@ from . import _core
 from ._validate import (
     LP_SCHEMES,
     SCHEMES,
+    as_array,
     as_distribution,
     as_pair,
+    check_bool,
     check_n,
     check_scheme,
     check_support,
+    check_threads,
 )
 
 __all__ = ["optimal_acceptance", "solve_lp", "LPResult", "SolverError", "TooLargeError", "DEFAULT_MAX_SETS"]
@@ -178,19 +181,24 @@ def solve_lp(
     cut value of the rounded dual disagree by more than ``LP_GAP_TOL``.
     """
     scheme = check_scheme(scheme, LP_SCHEMES)
-    if solver not in ("highs", "flow"):
+    if not isinstance(solver, str) or solver not in ("highs", "flow"):
         raise ValueError(f"solver: expected 'highs' or 'flow', got {solver!r}")
     p1 = as_distribution("p", p, ndim=(1,))
     V = p1.shape[0]
     if isinstance(max_sets, bool) or not isinstance(max_sets, (int, np.integer)) or max_sets < 1:
         raise ValueError(f"max_sets: expected a positive integer, got {max_sets!r}")
+    if time_limit is not None:
+        if isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, (int, float, np.integer, np.floating)):
+            raise TypeError(f"time_limit: expected a number of seconds or None, got {type(time_limit).__name__}")
+        if not float(time_limit) > 0:  # also refuses NaN, which HiGHS would ignore (keeping a stale limit)
+            raise ValueError(f"time_limit: expected a positive number of seconds, got {time_limit!r}")
     q1: NDArray[np.float64] | None = None
     t_arr: NDArray[np.int64] | None = None
     pr_arr: NDArray[np.float64] | None = None
     if scheme == "explicit":
         if tuples is None or probs is None:
             raise ValueError("tuples, probs: scheme='explicit' needs both the draft tuples and their probabilities")
-        t_raw = np.asarray(tuples)
+        t_raw = as_array("tuples", tuples)
         if t_raw.dtype.kind not in "iu":
             raise TypeError(f"tuples: expected an integer array of token ids, got dtype {t_raw.dtype}")
         if t_raw.ndim != 2 or t_raw.shape[0] == 0 or t_raw.shape[1] == 0:
@@ -219,7 +227,7 @@ def solve_lp(
 
     t0 = time.perf_counter()
     model = _core.FlowModel(p1, q1, n, scheme, float(max_sets), t_arr, pr_arr)
-    num_col, num_row = model.num_col, model.num_row
+    num_col = model.num_edges  # one LP column per (set, token) edge
     cut: float | None = None
     if solver == "flow":
         hint = None
@@ -234,16 +242,16 @@ def solve_lp(
         status = "Optimal"
     elif num_col == 0:
         # No draft can ever be accepted (no draft token has p > 0): alpha* = 0, H = the p = 0 tokens.
-        v = np.zeros(num_row)
+        v = np.zeros(model.num_row)
         flows = np.zeros(0)
         status = "Optimal"
         alpha = 0.0
     else:
+        num_row = model.num_row  # assembles the CSC LP
         h = _highs()
-        if time_limit is not None:
-            h.setOptionValue("time_limit", float(time_limit))
-        else:
-            h.setOptionValue("time_limit", float("inf"))
+        limit = float("inf") if time_limit is None else float(time_limit)
+        if h.setOptionValue("time_limit", limit) != highspy.HighsStatus.kOk:
+            raise SolverError(f"HiGHS refused time_limit={limit!r}", "OptionError")
         inf = highspy.kHighsInf
         st = h.passModel(
             num_col,
@@ -363,14 +371,14 @@ def optimal_acceptance(
     """
     scheme = check_scheme(scheme, SCHEMES)
     n = check_n(n)
-    if method not in ("auto", "dual", "lp"):
+    return_certificate = check_bool("return_certificate", return_certificate)
+    if not isinstance(method, str) or method not in ("auto", "dual", "lp"):
         raise ValueError(f"method: expected 'auto', 'dual' or 'lp', got {method!r}")
-    if wor_method not in ("auto", "exact", "integral"):
+    if not isinstance(wor_method, str) or wor_method not in ("auto", "exact", "integral"):
         raise ValueError(f"wor_method: expected 'auto', 'exact' or 'integral', got {wor_method!r}")
     if wor_method == "exact" and scheme == "wor" and n > 3:
         raise ValueError("wor_method: 'exact' covers n <= 3; use 'integral' or 'auto' for larger n")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) or threads < 1):
-        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
+    nthreads = check_threads(threads)
     p2, q2, batched = as_pair(p, q)
     B = p2.shape[0]
     check_support("q", q2, n, scheme)
@@ -384,7 +392,7 @@ def optimal_acceptance(
             certs.append(res.certificate)
         cert_out: Any = certs
     else:
-        alphas, cert_out = _core.dual_batch(p2, q2, n, scheme, wor_method, return_certificate, threads or 0)
+        alphas, cert_out = _core.dual_batch(p2, q2, n, scheme, wor_method, return_certificate, nthreads)
     if not batched:
         a0 = float(alphas[0])
         return (a0, cert_out[0]) if return_certificate else a0

@@ -15,6 +15,7 @@ kseq       n i.i.d. drafts                               SpecTr K-SEQ, optimal r
 spechub    SpecHub's sparse pair law, n = 2              SpecHub (Sun et al. 2024)
 greedy     top n-1 of q plus one draw                    optimal for greedy drafts (Hu et al. 2025)
 optimal-lp "iid", "wor" or "greedy" (scheme=)            OT-optimal plan of ``solve_lp``
+optimal    "iid" (scheme=)                               certificate split + level race (no solver)
 ========== ============================================= ==========================================
 
 Randomness follows SPEC 7: ``rng`` is anything ``numpy.random.default_rng`` accepts. It is turned
@@ -32,7 +33,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._validate import as_pair, check_n, check_scheme, check_support
+from ._validate import as_array, as_pair, check_bool, check_n, check_scheme, check_support, check_threads
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 
 __all__ = [
@@ -43,14 +44,25 @@ __all__ = [
     "simulate",
     "verify",
     "EXACT_BUDGET",
+    "SIMULATE_BUDGET_BYTES",
+    "MAX_SAMPLES",
     "VerifierName",
 ]
 
-VerifierName = Literal["sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp"]
+VerifierName = Literal["sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp", "optimal"]
 
 #: Work budget of an exact acceptance route, in elementary steps (about a second of C++). Only the
 #: rrs-wor recursion can exceed it (its cost grows like K^(n-1) for K tokens with q > 0).
 EXACT_BUDGET = 2e8
+
+#: ``simulate`` refuses (TooLargeError, stating the size) before allocating outputs larger than
+#: this many bytes: B * samples * (8 + 1 + 8 n) for tokens, accepted flags and drafts. The same
+#: budget bounds ``acceptance(exact=False)``'s per-block counters, 8 bytes per 4,096 samples.
+SIMULATE_BUDGET_BYTES = 8 * 2**30
+
+#: Most samples per row that ``simulate`` and ``acceptance(exact=False)`` accept (the C++ core's
+#: limit: block keys of 32 bits times 4,096-sample blocks).
+MAX_SAMPLES = 2**44 - 1
 
 
 class Simulation(NamedTuple):
@@ -240,6 +252,32 @@ class OptimalLP(Verifier):
         return check_scheme("iid" if scheme is None else scheme, self.schemes)
 
 
+class Optimal(Verifier):
+    """``optimal``: an optimal verifier at full vocabulary, no solver (THEORY.md §3, §8.10).
+
+    Scheme: "iid" (``scheme=``; "wor" is not implemented: no exact construction is known for
+    without-replacement drafts, so the verifier refuses rather than claim optimality). The
+    certificate H* of ``optimal_acceptance`` splits the plan (complementary slackness): a tuple with
+    a draft outside H* outputs one of those drafts; a tuple inside H* outputs one of its drafts or
+    rejects to the residual r ∝ p - a. Within each part every draft gets an independent random
+    level and the highest level wins; each token's level pieces are placed once per position
+    (O(V log V), a left-curtain-type coupling of p/q with the level line) so that token y wins
+    with mass p(y) on H* and at most p(y) outside. Acceptance alpha*_iid, computed as the plan's
+    accepted mass from the pieces actually built (measured within 1e-10 of alpha*). Verification
+    of a tuple: O(n log pieces).
+
+    Source: this package (cpp/include/mdsd/verifiers/optimal.hpp); the split is Global
+    Resolution's (Thomas & Pal).
+    """
+
+    name = "optimal"
+    schemes = ("iid",)
+    source = "certificate split (Thomas & Pal) + level race (this package)"
+
+    def resolve_scheme(self, scheme: str | None) -> str:
+        return check_scheme("iid" if scheme is None else scheme, self.schemes)
+
+
 def _make_registry() -> Mapping[str, Verifier]:
     items: list[Verifier] = [
         SpeculativeSampling(),
@@ -249,6 +287,7 @@ def _make_registry() -> Mapping[str, Verifier]:
         SpecHub(),
         GreedyOptimal(),
         OptimalLP(),
+        Optimal(),
     ]
     return MappingProxyType({v.name: v for v in items})
 
@@ -265,22 +304,24 @@ def _lookup(name: Any) -> Verifier:
 
 def _seed(rng: Any) -> int:
     """One 64-bit seed from anything numpy.random.default_rng accepts (SPEC 7)."""
-    return int(np.random.default_rng(rng).integers(0, 2**64, dtype=np.uint64))
+    try:
+        gen = np.random.default_rng(rng)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(f"rng: expected anything numpy.random.default_rng accepts, got {rng!r} ({exc})") from None
+    return int(gen.integers(0, 2**64, dtype=np.uint64))
 
 
 def _threads(threads: Any) -> int:
-    if threads is None:
-        return 0
-    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral) or threads < 1:
-        raise ValueError(f"threads: expected a positive integer or None, got {threads!r}")
-    return int(threads)
+    return check_threads(threads)
 
 
 def _samples(samples: Any, *, minimum: int) -> int:
-    if isinstance(samples, bool) or not isinstance(samples, numbers.Integral):
+    if isinstance(samples, (bool, np.bool_)) or not isinstance(samples, numbers.Integral):
         raise TypeError(f"samples: expected an integer, got {type(samples).__name__}")
     if samples < minimum:
         raise ValueError(f"samples: expected an integer >= {minimum}, got {samples}")
+    if samples > MAX_SAMPLES:
+        raise ValueError(f"samples: {samples} samples per row is more than the supported {MAX_SAMPLES}")
     return int(samples)
 
 
@@ -342,11 +383,17 @@ def acceptance(
     exact=True: a float (1-D input) or an array (B,). exact=False: (estimate, standard error),
     floats or arrays.
     """
-    if not isinstance(exact, (bool, np.bool_)):
-        raise TypeError(f"exact: expected a bool, got {type(exact).__name__}")
+    exact = check_bool("exact", exact)
     if not exact:
         samples = _samples(samples, minimum=1)
     batch, batched = _prepare(name, p, q, n, scheme, threads)
+    if not exact:
+        need = batch.B * -(-samples // 4096) * 8
+        if need > SIMULATE_BUDGET_BYTES:
+            raise TooLargeError(
+                f"acceptance: {batch.B} row(s) x {samples} samples needs {need / 2**30:.3g} GiB of per-block "
+                f"counters, above SIMULATE_BUDGET_BYTES = {SIMULATE_BUDGET_BYTES / 2**30:g} GiB; use fewer samples"
+            )
     if exact:
         out = batch.exact(EXACT_BUDGET, _threads(threads))
         return out if batched else float(out[0])
@@ -377,19 +424,27 @@ def simulate(
     """
     samples = _samples(samples, minimum=0)
     batch, batched = _prepare(name, p, q, n, scheme, threads)
+    need = batch.B * samples * (17 + 8 * batch.n)
+    if need > SIMULATE_BUDGET_BYTES:
+        raise TooLargeError(
+            f"simulate: {batch.B} row(s) x {samples} samples x n = {batch.n} needs {need / 2**30:.3g} GiB of output, "
+            f"above SIMULATE_BUDGET_BYTES = {SIMULATE_BUDGET_BYTES / 2**30:g} GiB; simulate in chunks, or use "
+            "acceptance(..., exact=False), which keeps no per-sample output"
+        )
     tokens, accepted, drafts = batch.simulate(samples, _seed(rng), _threads(threads))
     if not batched:
         tokens, accepted, drafts = tokens[0], accepted[0], drafts[0]
     return Simulation(tokens, accepted, drafts)
 
 
-def _drafts(drafts: ArrayLike) -> NDArray[np.int64]:
-    d = np.asarray(drafts)
+def _drafts(drafts: ArrayLike) -> NDArray[Any]:
+    """Type and shape of the draft tuples (no copy: their range is checked before conversion)."""
+    d = as_array("drafts", drafts)
     if d.dtype == np.bool_ or d.dtype.kind not in "iu":
         raise TypeError(f"drafts: expected integer token ids, got dtype {d.dtype}")
     if d.ndim not in (1, 2) or d.shape[-1] == 0:
         raise ValueError(f"drafts: expected shape (n,) or (B, n) with n >= 1, got {d.shape}")
-    return np.ascontiguousarray(d, dtype=np.int64)
+    return d
 
 
 def verify(
@@ -418,11 +473,12 @@ def verify(
     (token, accepted): (int, bool) for one tuple, arrays of shape (B,) otherwise.
     """
     d = _drafts(drafts)
-    V = np.shape(p)[-1] if np.ndim(p) >= 1 else 0
-    if V > 0 and (d.min() < 0 or d.max() >= V):
-        bad = int(d[(d < 0) | (d >= V)].flat[0])
-        raise ValueError(f"drafts: token id {bad} outside [0, {V})")
     batch, batched = _prepare(name, p, q, d.shape[-1], scheme, threads)
+    V = batch.V
+    if d.size and (d.min() < 0 or d.max() >= V):
+        bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
+        raise ValueError(f"drafts: token id {bad} outside [0, {V})")
+    d = np.ascontiguousarray(d, dtype=np.int64)
     d2 = d if d.ndim == 2 else d[None, :]
     if batched and d2.shape[0] != batch.B:
         raise ValueError(f"drafts: expected {batch.B} tuples (one per row of p, q), got {d2.shape[0]}")

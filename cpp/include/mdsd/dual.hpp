@@ -131,12 +131,22 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
     }
     if (wm == WorMethod::Exact && n > 3)
         throw std::invalid_argument("wor_method: the exact without-replacement evaluator covers n <= 3 only");
+    // The n = 3 closed form divides by products of two rest masses, which underflow when one
+    // token holds all but a tiny part of q (rest < kWorExact3MinRest); the race integral has no
+    // such limit, so "auto" uses it there and "exact" refuses rather than return a wrong value.
+    bool tiny_rest = false;
+    for (int64_t k = 0; k < K; ++k) tiny_rest |= ws.rest[k] < kWorExact3MinRest;
+    if (n == 3 && wm == WorMethod::Exact && tiny_rest)
+        throw std::invalid_argument(
+            "wor_method: the exact n = 3 evaluator needs every 1 - q(x) >= 1e-150 (one token of q holds all but "
+            "less than that); use wor_method='auto' or 'integral'");
     enum { E2, E3, RACE } ev;
     if (n == 2 && wm != WorMethod::Integral) ev = E2;
-    else if (n == 3 && (wm == WorMethod::Exact || (wm == WorMethod::Auto && K <= kWorExact3MaxSupport))) ev = E3;
+    else if (n == 3 && !tiny_rest &&
+             (wm == WorMethod::Exact || (wm == WorMethod::Auto && K <= kWorExact3MaxSupport))) ev = E3;
     else ev = RACE;
     WorExact2 ex2;
-    if (ev == E3) ws.ex3.reset(K);
+    if (ev == E3) { ws.ex3.reset(K); ws.ex3.find_close(q, ord, K); }
     if (ev == RACE) ws.race.reset(n, ws.lam[K - 1]);
 
     double P = 0.0, S = 0.0;
@@ -147,7 +157,7 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
         const double qi = q[i], ri = ws.rest[k];
         switch (ev) {
             case E2: ex2.add(qi, ri); break;
-            case E3: ws.ex3.add(qi, ri); break;
+            case E3: ws.ex3.add(qi, ri, k); break;
             case RACE: ws.race.add(qi); break;
         }
         const int64_t kk = k + 1;  // prefix size

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "mdsd/flow.hpp"
+#include "mdsd/parallel.hpp"
 #include "mdsd/sets.hpp"
 
 namespace mdsd {
@@ -80,6 +81,7 @@ class BipartiteFlow {
         int64_t work = 0;
         const int64_t relabel_every = 6 * N_ + E_;
         while (!active.empty()) {
+            poll_interrupt();  // KeyboardInterrupt (see parallel.hpp)
             const int64_t v = active.front();
             active.pop_front();
             inq_[v] = 0;
@@ -137,10 +139,14 @@ class BipartiteFlow {
             }
             eL_[i] = m;
         };
-        for (int64_t i = 0; i < L_; ++i)
+        for (int64_t i = 0; i < L_; ++i) {
+            poll_interrupt();
             if (lptr_[i + 1] - lptr_[i] == 1) place(i);
-        for (int64_t i = 0; i < L_; ++i)
+        }
+        for (int64_t i = 0; i < L_; ++i) {
+            poll_interrupt();
             if (lptr_[i + 1] - lptr_[i] != 1) place(i);
+        }
         for (int64_t j = 0; j < R_; ++j) fy[j] = (room[j] == 0.0) ? cap_[j] : cap_[j] - room[j];
     }
 
@@ -154,6 +160,7 @@ class BipartiteFlow {
         for (int64_t j = 0; j < R_; ++j)
             if (fy[j] < cap_[j]) { dR_[j] = 1; q.push_back(L_ + j); }
         for (std::size_t h = 0; h < q.size(); ++h) {
+            poll_interrupt();
             const int64_t v = q[h];
             if (v >= L_) {  // right j is reached from every left node adjacent to it (uncapacitated)
                 const int64_t j = v - L_;
@@ -288,6 +295,7 @@ inline bool split_flow(const DraftSets& sets, const double* p, int64_t V, const 
     std::vector<int64_t> iset;
     std::vector<int32_t> htok;
     for (int64_t s = 0; s < S; ++s) {
+        poll_interrupt();
         bool meets_a = false;
         for (int64_t e = sets.ptr[s]; e < sets.ptr[s + 1]; ++e) meets_a |= !inH[sets.tok[e]];
         if (!meets_a) { iset.push_back(s); continue; }
@@ -356,8 +364,7 @@ inline bool split_flow(const DraftSets& sets, const double* p, int64_t V, const 
 }  // namespace detail
 
 // Exact max-flow over the draft sets. hint (optional, size V): a candidate certificate H.
-inline MaxFlowResult max_flow_sets(const DraftSets& sets, const FlowLP& lp, const double* p, int64_t V,
-                                   const char* hint = nullptr) {
+inline MaxFlowResult max_flow_sets(const DraftSets& sets, const double* p, int64_t V, const char* hint = nullptr) {
     MaxFlowResult r;
     if (hint) {
         std::vector<char> inH(hint, hint + V);
@@ -369,12 +376,15 @@ inline MaxFlowResult max_flow_sets(const DraftSets& sets, const FlowLP& lp, cons
         }
         r = MaxFlowResult{};
     }
-    const int64_t S = sets.num_sets();
-    const int64_t T = static_cast<int64_t>(lp.tokens.size());
+    // Right nodes: the tokens that occur in some set, in ascending id order.
+    std::vector<int32_t> local(V, -1), tokens;
+    for (int32_t t : sets.tok) local[t] = 0;
+    for (int64_t i = 0; i < V; ++i)
+        if (local[i] == 0) { local[i] = static_cast<int32_t>(tokens.size()); tokens.push_back(static_cast<int32_t>(i)); }
     std::vector<int32_t> adj(sets.tok.size());
-    for (std::size_t e = 0; e < sets.tok.size(); ++e) adj[e] = lp.a_index[2 * e + 1] - static_cast<int32_t>(S);
-    std::vector<double> cap(T);
-    for (int64_t j = 0; j < T; ++j) cap[j] = p[lp.tokens[j]];
+    for (std::size_t e = 0; e < sets.tok.size(); ++e) adj[e] = local[sets.tok[e]];
+    std::vector<double> cap(tokens.size());
+    for (std::size_t j = 0; j < tokens.size(); ++j) cap[j] = p[tokens[j]];
     BipartiteFlow f(sets.ptr, std::move(adj), sets.w, std::move(cap));
     f.run();
     r.x = f.x;
@@ -383,8 +393,8 @@ inline MaxFlowResult max_flow_sets(const DraftSets& sets, const FlowLP& lp, cons
     r.global_relabels = f.global_relabels;
     // Min cut from the labels: H = tokens that cannot reach the sink.
     std::vector<char> inH(V, 0);
-    for (int64_t j = 0; j < T; ++j)
-        if (f.right_cut_off(j)) inH[lp.tokens[j]] = 1;
+    for (std::size_t j = 0; j < tokens.size(); ++j)
+        if (f.right_cut_off(static_cast<int64_t>(j))) inH[tokens[j]] = 1;
     detail::finish(r, sets, p, V, inH);
     return r;
 }

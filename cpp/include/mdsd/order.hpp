@@ -10,6 +10,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace mdsd {
@@ -25,14 +26,29 @@ inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWor
     ws.keys.resize(V);
     ws.idx.resize(V);
     int64_t K = 0;
+    bool overflow = false;
     for (int64_t i = 0; i < V; ++i) {
         if (q[i] > 0.0) {
             double r = p[i] / q[i];
+            overflow |= r > std::numeric_limits<double>::max();
             uint64_t k;
             std::memcpy(&k, &r, sizeof k);
             ws.keys[K] = k;
             ws.idx[K] = static_cast<int32_t>(i);
             ++K;
+        }
+    }
+    // p / q overflows to +inf for subnormal q, and every such token would tie (a wrong order and
+    // a wrong alpha*). Then all ratios are taken as p / (q 2^64): the same order, since the factor
+    // is common and exact, and at most 2e323 / 2^64 ~ 1e304. Ratios below ~1e-304 (p < 1e-304)
+    // may tie at 0 instead; their p is too small to move alpha*.
+    if (overflow) {
+        for (int64_t j = 0; j < K; ++j) {
+            const int32_t i = ws.idx[j];
+            double r = p[i] / std::ldexp(q[i], 64);
+            uint64_t k;
+            std::memcpy(&k, &r, sizeof k);
+            ws.keys[j] = k;
         }
     }
     order.resize(K);

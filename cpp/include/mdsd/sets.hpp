@@ -9,10 +9,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
+
+#include "mdsd/parallel.hpp"
 
 namespace mdsd {
 
@@ -33,6 +36,9 @@ struct DraftSets {
 struct TooLarge : std::length_error {
     using std::length_error::length_error;
 };
+
+//: Largest n whose n! is a finite double (sets_iid).
+constexpr int kIidMaxN = 170;
 
 inline double binom(int64_t k, int64_t m) {
     if (m < 0 || m > k) return 0.0;
@@ -86,6 +92,12 @@ class SetAccumulator {
 //   w_A = sum_{j=m..n} C(n,j) qd^{n-j} j! [x^j] prod_{a in A} (e^{q_a x} - 1),
 // the product built incrementally along the combination recursion.
 inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, double max_sets) {
+    // The weights use j! for j <= n; 171! overflows a double (inf / inf gave NaN weights and a
+    // silently wrong alpha = 0 before this check).
+    if (n > kIidMaxN)
+        throw std::invalid_argument("n: the iid flow-LP enumeration supports n <= 170 (its set weights use n!, "
+                                    "which overflows float64 beyond); got n = " + std::to_string(n) +
+                                    ". optimal_acceptance(..., method='dual') handles any n");
     std::vector<int32_t> live;
     double qd = 0.0;
     for (int64_t i = 0; i < V; ++i) {
@@ -122,6 +134,7 @@ inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, do
     int level = 0;
     pos[0] = 0;
     while (level >= 0) {
+        poll_interrupt();  // KeyboardInterrupt (see parallel.hpp)
         if (pos[level] >= L) {
             --level;
             if (level >= 0) ++pos[level];
@@ -171,6 +184,7 @@ inline DraftSets sets_wor(const double* p, const double* q, int64_t V, int n, do
     for (int j = 0; j < n; ++j) comb[j] = j;
     const uint32_t full = (1u << n) - 1;
     for (;;) {
+        poll_interrupt();
         // weight of the set {sup[comb[0..n)]}
         std::fill(g.begin(), g.end(), 0.0);
         g[0] = 1.0;
@@ -192,10 +206,18 @@ inline DraftSets sets_wor(const double* p, const double* q, int64_t V, int n, do
         }
         for (uint32_t mask = 0; mask < full; ++mask) {
             if (g[mask] == 0.0) continue;
-            const double inv = 1.0 / (out + qm[full ^ mask]);
-            for (int a = 0; a < n; ++a) {
-                if (mask & (1u << a)) continue;
-                g[mask | (1u << a)] += g[mask] * q[sup[comb[a]]] * inv;
+            const double den = out + qm[full ^ mask];
+            const double inv = 1.0 / den;
+            if (inv <= std::numeric_limits<double>::max()) {
+                for (int a = 0; a < n; ++a) {
+                    if (mask & (1u << a)) continue;
+                    g[mask | (1u << a)] += g[mask] * q[sup[comb[a]]] * inv;
+                }
+            } else {  // subnormal remaining mass: 1/den overflows, q_a / den <= 1 does not
+                for (int a = 0; a < n; ++a) {
+                    if (mask & (1u << a)) continue;
+                    g[mask | (1u << a)] += g[mask] * (q[sup[comb[a]]] / den);
+                }
             }
         }
         int32_t toks[64];
@@ -257,6 +279,7 @@ inline DraftSets sets_independent(const double* p, const double* qs, int64_t V, 
     std::vector<int64_t> pos(n, 0);
     std::vector<int32_t> toks(n);
     for (;;) {
+        poll_interrupt();
         double wgt = 1.0;
         int m = 0;
         for (int k = 0; k < n; ++k) {
@@ -280,6 +303,7 @@ inline DraftSets sets_explicit(const double* p, const int64_t* tuples, const dou
     SetAccumulator acc(p);
     std::vector<int32_t> toks(n);
     for (int64_t r = 0; r < m; ++r) {
+        poll_interrupt();
         if (probs[r] <= 0.0) continue;
         for (int k = 0; k < n; ++k) {
             const int64_t t = tuples[r * n + k];

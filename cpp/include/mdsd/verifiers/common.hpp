@@ -52,8 +52,13 @@ struct Categorical {
     int32_t sample(Rng& r) const { return empty() ? -1 : pick(r.uniform()); }
     double weight(std::size_t j) const { return j == 0 ? cdf[0] : cdf[j] - cdf[j - 1]; }
     void add_law(double mass, double* out) const {
-        const double inv = mass / total();
-        for (std::size_t j = 0; j < tok.size(); ++j) out[tok[j]] += weight(j) * inv;
+        const double tot = total();
+        const double inv = mass / tot;
+        if (inv <= std::numeric_limits<double>::max()) {
+            for (std::size_t j = 0; j < tok.size(); ++j) out[tok[j]] += weight(j) * inv;
+        } else {  // subnormal total: 1/total overflows (inf * 0 = NaN); weight/total <= 1 does not
+            for (std::size_t j = 0; j < tok.size(); ++j) out[tok[j]] += (weight(j) / tot) * mass;
+        }
     }
 };
 
@@ -279,15 +284,19 @@ struct RatioTable {
             Q[j + 1] = Q[j] + q[x];
         }
     }
-    // Number of tokens with p/q > T.
+    // Number of tokens with p/q > T. Tokens with q = 0 (ratio +inf) count for every T, also
+    // T = +inf: a subnormal rest mass 1/c_i can overflow T_{i+1} (rrs-wor).
     int64_t above(double T) const {
-        auto it = std::partition_point(ratio.begin(), ratio.end(), [T](double r) { return r > T; });
+        auto it = std::partition_point(ratio.begin(), ratio.end(),
+                                       [T](double r) { return r > T || r == std::numeric_limits<double>::infinity(); });
         return it - ratio.begin();
     }
+    // D_T summed over the first k tokens of order: P[k] - T Q[k], with 0 * inf taken as 0.
+    double dsum(int64_t k, double T) const { return Q[k] > 0.0 ? P[k] - T * Q[k] : P[k]; }
     // sum_x (p(x) - T q(x))_+
     double mass(double T) const {
         const int64_t k = above(T);
-        return std::max(0.0, P[k] - T * Q[k]);
+        return std::max(0.0, dsum(k, T));
     }
     // beta(rho) = sum_x min(q(x), p(x)/rho)  (K-SEQ, THEORY §8.4)
     double min_q_p_over(double rho) const {
@@ -301,7 +310,7 @@ struct RatioTable {
         int64_t lo = 1, hi = k;  // smallest j in [1, k] with P[j] - T Q[j] > t
         while (lo < hi) {
             const int64_t mid = lo + (hi - lo) / 2;
-            if (P[mid] - T * Q[mid] > t) hi = mid;
+            if (dsum(mid, T) > t) hi = mid;
             else lo = mid + 1;
         }
         return order[lo - 1];
@@ -319,9 +328,11 @@ struct ThresholdResidual {
     void add_law(double mass, double* out) const {
         const int64_t k = tab.above(T);
         const double inv = mass / M;
+        const bool tiny = !(inv <= std::numeric_limits<double>::max());  // subnormal M: divide first
         for (int64_t j = 0; j < k; ++j) {
             const int32_t x = tab.order[j];
-            out[x] += std::max(0.0, p[x] - T * q[x]) * inv;
+            const double d = q[x] > 0.0 ? std::max(0.0, p[x] - T * q[x]) : p[x];
+            out[x] += tiny ? (d / M) * mass : d * inv;
         }
     }
 };

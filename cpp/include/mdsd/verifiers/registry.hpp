@@ -1,7 +1,7 @@
 // The verifier registry: one prepared plan per batch row behind a small virtual interface, so
 // the binding can loop over rows and sample blocks without knowing which verifier it runs.
 // Names are a contract with the Python layer: "sd", "rrs", "rrs-wor", "kseq", "spechub",
-// "greedy", "optimal-lp".
+// "greedy", "optimal-lp", "optimal".
 #pragma once
 
 #include <cstdint>
@@ -16,12 +16,13 @@
 #include "mdsd/verifiers/greedy.hpp"
 #include "mdsd/verifiers/kseq.hpp"
 #include "mdsd/verifiers/lp.hpp"
+#include "mdsd/verifiers/optimal.hpp"
 #include "mdsd/verifiers/rrs.hpp"
 #include "mdsd/verifiers/sd.hpp"
 
 namespace mdsd::verif {
 
-enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, OptimalLp };
+enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, OptimalLp, Optimal };
 
 inline Kind parse_kind(const std::string& s) {
     if (s == "sd") return Kind::Sd;
@@ -31,6 +32,7 @@ inline Kind parse_kind(const std::string& s) {
     if (s == "spechub") return Kind::SpecHub;
     if (s == "greedy") return Kind::Greedy;
     if (s == "optimal-lp") return Kind::OptimalLp;
+    if (s == "optimal") return Kind::Optimal;
     throw std::invalid_argument("name: unknown verifier '" + s + "'");
 }
 
@@ -111,7 +113,7 @@ class Row final : public RowBase {
     typename U::Plan plan_;
 };
 
-// Prepares one row. `scheme` and `lp` are used by "optimal-lp" only.
+// Prepares one row. `scheme` is used by "optimal-lp" and "optimal", `lp` by "optimal-lp" only.
 inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const double* q, int64_t V, int n,
                                             Drafter::Kind scheme, const LpFlow* lp) {
     switch (kind) {
@@ -125,6 +127,10 @@ inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const do
             if (!lp) throw std::invalid_argument("lp: 'optimal-lp' needs the LP solution of every row");
             if (scheme == Drafter::Hub) throw std::invalid_argument("scheme: 'optimal-lp' serves 'iid', 'wor' and 'greedy'");
             return std::make_unique<Row<OptimalLp>>(OptimalLp::prepare(p, q, V, n, scheme, *lp));
+        case Kind::Optimal:
+            if (scheme != Drafter::Iid && scheme != Drafter::Wor)
+                throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor'");
+            return std::make_unique<Row<Optimal>>(Optimal::prepare(p, q, V, n, scheme));
     }
     throw std::invalid_argument("name: unknown verifier");
 }

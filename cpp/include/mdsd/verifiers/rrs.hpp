@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "mdsd/parallel.hpp"
 #include "mdsd/sets.hpp"
 #include "mdsd/verifiers/common.hpp"
 
@@ -75,6 +76,20 @@ struct RrsWor {
     };
 
     static Plan prepare(const double* p, const double* q, int64_t V, int n) {
+        // The thresholds grow by M / rest, rest = q-mass not drafted yet; a subnormal rest would
+        // overflow T to inf (and wreck the residual: the acceptance came out 1 where it is 0.5).
+        // The scheme and the verifier depend on q only up to a constant factor (T scales by its
+        // inverse), so masses below 2^-900 are handled on q * 2^600: every 1 / rest is finite.
+        // The factor is a power of two (exact), and 1 for all other inputs.
+        double qmin = 1.0;
+        for (int64_t i = 0; i < V; ++i)
+            if (q[i] > 0.0) qmin = std::min(qmin, q[i]);
+        std::vector<double> qs;
+        if (qmin < 0x1p-900) {
+            qs.assign(q, q + V);
+            for (double& x : qs) x = std::ldexp(x, 600);
+            q = qs.data();
+        }
         Plan pl;
         pl.init(p, q, V, n, Drafter::Wor);
         pl.tab.build(pl.p.data(), pl.q.data(), V);
@@ -141,6 +156,7 @@ struct RrsWor {
         if (static_cast<int64_t>(pl.support.size()) <= m + 1) return beta;  // q_{-x} empty: no next draft
         double sum = 0.0;
         for (int32_t x : pl.support) {
+            poll_interrupt();  // KeyboardInterrupt (see parallel.hpp)
             if (contains(drafted.data(), m, x)) continue;
             const double w = pl.q[x] / s.rest - std::max(0.0, pl.p[x] - s.T * pl.q[x]) / s.M;
             if (!(w > 0.0)) continue;

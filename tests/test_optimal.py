@@ -1,0 +1,242 @@
+"""The "optimal" verifier (issue 8): exact optimal acceptance at full vocabulary, i.i.d. drafts.
+
+Construction (cpp/include/mdsd/verifiers/optimal.hpp): the certificate H* splits the plan into an
+outer system (tuples with a draft outside H* output one of those drafts) and an inner system
+(tuples inside H* fill every token of H* exactly, rejecting to the residual otherwise); inside each
+system the draft with the highest random "level" wins, with the level pieces of every token placed
+once per position so that its winning mass is p(y) (inner) or at most p(y) (outer).
+
+What is checked here:
+- small V (<= 8, n <= 4, random cases with zeros and ties, and THEORY §10): the exact output law
+  (every tuple enumerated, the C++ law calculator that runs the same walk as the sampler) equals p
+  within 1e-10, and the acceptance equals alpha*_iid within 1e-9 (both the enumerated one and the
+  verifier's own accounting);
+- full vocabulary (the shipped dataset, V = 49,152, every row, n = 2, 4, 8; and LLM-like synthetic
+  rows): the exact acceptance is alpha*_iid within 1e-6 (measured <= 1e-10);
+- 10^6 simulated outputs at V = 49,152 pass a chi-square test against p at 1e-6, and the biased
+  variant (rejections resampled from p) is rejected;
+- "wor" is not implemented yet (no exact construction is known for without-replacement drafts; see
+  the header): the verifier refuses it rather than claim optimality.
+"""
+
+from __future__ import annotations
+
+import math
+
+import mdsd_fast as mf
+import numpy as np
+import pytest
+from mdsd_fast.verifiers import _prepare
+from reference import random_case, tuple_law
+from test_verifiers_stats import chi2_pvalue, chi2_sf
+
+LAW_TOL = 1e-10
+ACC_TOL = 1e-9
+STEPS = 1_000_000
+LEVEL = 1e-6
+
+
+def exact_law_and_acceptance(p: np.ndarray, q: np.ndarray, n: int, scheme: str = "iid"):
+    """Output law sum_t Q(t) pi(.|t) and acceptance sum_t Q(t) pi(S(t)|t), by enumeration."""
+    batch, _ = _prepare("optimal", p, q, n, scheme, None)
+    tl = list(tuple_law(q, n, scheme))
+    T = np.array([t for t, _ in tl], dtype=np.int64)
+    w = np.array([x for _, x in tl])
+    law = batch.law(T)
+    out = w @ law
+    acc = math.fsum(wi * law[k, sorted(set(t))].sum() for k, (t, wi) in enumerate(tl))
+    return out, acc, float(batch.exact(mf.EXACT_BUDGET)[0])
+
+
+def _small_cases(count: int, seed: int):
+    rng = np.random.default_rng(seed)
+    for _ in range(count):
+        V = int(rng.integers(2, 9))
+        n = int(rng.integers(1, 5))
+        if V ** n > 5000:  # keep the enumeration quick
+            n = max(1, int(math.log(5000) // math.log(V)))
+        p, q = random_case(rng, V)
+        yield p, q, n
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_small_exact_law_and_acceptance_iid(seed: int) -> None:
+    worst_law = worst_acc = 0.0
+    for p, q, n in _small_cases(40, 800 + seed):
+        out, acc, own = exact_law_and_acceptance(p, q, n)
+        star = mf.optimal_acceptance(p, q, n, "iid")
+        worst_law = max(worst_law, float(np.abs(out - p).max()))
+        worst_acc = max(worst_acc, abs(acc - star), abs(own - star))
+        assert np.abs(out - p).max() < LAW_TOL, (p, q, n)
+        assert abs(acc - star) < ACC_TOL, (p, q, n, acc, star)
+        assert abs(own - star) < ACC_TOL, (p, q, n, own, star)
+
+
+THEORY_CASES = {
+    "A": ([1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 6, 1 / 2], {2: 0.972222, 3: 1.0}),
+    "B": ([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], {2: 0.86, 3: 0.988}),
+    "C": ([0.6, 0.2, 0.1, 0.1], [0.3, 0.3, 0.3, 0.1], {2: 0.91, 3: 1.0}),
+    "D": ([0.4, 0.3, 0.2, 0.1, 0.0], [0.1, 0.2, 0.3, 0.2, 0.2], {2: 0.79, 3: 0.871}),
+    "E": ([0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], {2: 0.79, 3: 0.871}),
+    "F": ([0.6, 0.25, 0.1, 0.05], [0.3, 0.4, 0.2, 0.1], {2: 0.91, 3: 1.0}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(THEORY_CASES))
+def test_theory_cases(case: str) -> None:
+    p, q, expect = THEORY_CASES[case]
+    p, q = np.array(p), np.array(q)
+    for n, value in expect.items():
+        out, acc, own = exact_law_and_acceptance(p, q, n)
+        assert np.abs(out - p).max() < LAW_TOL
+        assert acc == pytest.approx(value, abs=5e-7)
+        assert own == pytest.approx(mf.optimal_acceptance(p, q, n, "iid"), abs=ACC_TOL)
+
+
+def test_degenerate_cases() -> None:
+    # p = q (alpha* = 1, H* empty), q one-hot, p one-hot, disjoint supports, n = 1
+    cases = [
+        (np.array([0.2, 0.3, 0.5]), np.array([0.2, 0.3, 0.5]), 3),
+        (np.array([0.2, 0.3, 0.5]), np.array([0.0, 1.0, 0.0]), 2),
+        (np.array([0.0, 1.0, 0.0]), np.array([0.2, 0.3, 0.5]), 3),
+        (np.array([0.5, 0.5, 0.0, 0.0]), np.array([0.0, 0.0, 0.5, 0.5]), 2),
+        (np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.4, 0.3, 0.2, 0.1]), 1),
+    ]
+    for p, q, n in cases:
+        out, acc, own = exact_law_and_acceptance(p, q, n)
+        star = mf.optimal_acceptance(p, q, n, "iid")
+        assert np.abs(out - p).max() < LAW_TOL
+        assert abs(acc - star) < ACC_TOL and abs(own - star) < ACC_TOL
+
+
+def llm_like(seed: int, V: int = 49_152) -> tuple[np.ndarray, np.ndarray]:
+    """Logits ~ N(0, 2.5^2); draft logits = target logits + N(0, 1)."""
+    rng = np.random.default_rng(seed)
+    lg = rng.normal(0.0, 2.5, V)
+    ql = lg + rng.normal(0.0, 1.0, V)
+    p = np.exp(lg - lg.max())
+    q = np.exp(ql - ql.max())
+    return p / p.sum(), q / q.sum()
+
+
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_large_synthetic_acceptance(n: int) -> None:
+    for seed in range(3):
+        p, q = llm_like(seed)
+        got = mf.acceptance("optimal", p, q, n)
+        star = mf.optimal_acceptance(p, q, n, "iid")
+        assert abs(got - star) < 1e-9, (seed, n, got, star)
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    return mf.load_dataset()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 4, 8])
+def test_dataset_every_row_acceptance(shipped, n: int) -> None:
+    worst = 0.0
+    rows = 0
+    for ch in shipped.iter_chunks(64):
+        p = np.asarray(ch.p, dtype=np.float64)
+        q = np.asarray(ch.q, dtype=np.float64)
+        got = np.asarray(mf.acceptance("optimal", p, q, n))
+        star = np.asarray(mf.optimal_acceptance(p, q, n, "iid"))
+        worst = max(worst, float(np.abs(got - star).max()))
+        rows += len(got)
+    assert rows == len(shipped)
+    assert worst < 1e-6, worst
+
+
+def _chi2_run(p: np.ndarray, q: np.ndarray, n: int, seed: int) -> None:
+    batch, _ = _prepare("optimal", p, q, n, "iid", None)
+    tokens, accepted, _ = batch.simulate(STEPS, seed, 0, False)
+    pval, stat, df = chi2_pvalue(tokens[0], p)
+    assert pval > LEVEL, (pval, stat, df)
+    exact = float(batch.exact(mf.EXACT_BUDGET)[0])
+    se = math.sqrt(exact * (1 - exact) / STEPS)
+    assert abs(accepted.mean() - exact) <= 4 * se, (accepted.mean(), exact, se)
+    btokens, _, _ = batch.simulate(STEPS, seed + 1, 0, True)
+    bpval, bstat, bdf = chi2_pvalue(btokens[0], p)
+    assert bpval < LEVEL, (bpval, bstat, bdf)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("n", [2, 4])
+def test_chi2_synthetic_full_vocabulary(n: int) -> None:
+    p, q = llm_like(10 + n)
+    _chi2_run(p, q, n, 20260801 + n)
+
+
+@pytest.mark.slow
+def test_chi2_dataset_row(shipped) -> None:
+    # a row of the shipped dataset where both the accepted part and the residual carry weight and
+    # p is spread out (alpha* (1 - alpha*) times the effective support, capped): the biased
+    # variant then differs from p by a(y) - alpha p(y), which the test must detect
+    ch = next(iter(shipped.iter_chunks(len(shipped))))
+    p = np.asarray(ch.p, dtype=np.float64)
+    q = np.asarray(ch.q, dtype=np.float64)
+    a = np.asarray(mf.optimal_acceptance(p, q, 4, "iid"))
+    eff = 1.0 / (p**2).sum(axis=1)
+    r = int(np.argmax(a * (1 - a) * np.minimum(eff, 200)))
+    _chi2_run(p[r] / p[r].sum(), q[r] / q[r].sum(), 4, 20260811)
+
+
+def test_sampler_matches_exact_law() -> None:
+    # The sampler draws level pieces directly; the law calculator follows the race's chain of
+    # tests. Per tuple, 200,000 verifications must match the exact conditional law (chi-square).
+    rng = np.random.default_rng(11)
+    checked = 0
+    for _ in range(80):
+        V = int(rng.integers(3, 8))
+        n = int(rng.integers(2, 5))
+        p, q = random_case(rng, V)
+        batch, _ = _prepare("optimal", p, q, n, "iid", None)
+        tl = list(tuple_law(q, n, "iid"))
+        t = np.array(tl[int(rng.integers(len(tl)))][0], dtype=np.int64)
+        law = batch.law(t[None, :])[0]
+        m = 200_000
+        tok, _ = batch.verify(np.repeat(t[None, :], m, axis=0), int(rng.integers(1 << 30)), 0)
+        counts = np.bincount(tok, minlength=V)
+        assert counts[law == 0].sum() == 0
+        keep = law * m >= 5
+        if keep.sum() < 2:
+            continue
+        stat = float((((counts - m * law) ** 2)[keep] / (m * law[keep])).sum())
+        assert chi2_sf(stat, int(keep.sum()) - 1) > LEVEL, (p, q, n, t, law, counts)
+        checked += 1
+    assert checked >= 20
+
+
+def test_prepare_once_verify_many() -> None:
+    p, q = llm_like(3, V=5000)
+    batch, _ = _prepare("optimal", p, q, 4, "iid", 1)
+    rng = np.random.default_rng(0)
+    drafts = rng.choice(len(q), size=(1000, 4), p=q).astype(np.int64)
+    tok, acc = batch.verify(drafts, 7, 1)
+    tok2, acc2 = batch.verify(drafts, 7, 2)
+    assert np.array_equal(tok, tok2) and np.array_equal(acc, acc2)  # thread-count independent
+    assert ((tok >= 0) & (tok < len(p))).all()
+    assert np.array_equal(acc, (drafts == tok[:, None]).any(axis=1))
+    # the public one-call API gives the same answer for the same seed
+    t1, a1 = mf.verify("optimal", p, q, drafts[0], rng=5)
+    t2, a2 = mf.verify("optimal", p, q, drafts[0], rng=5)
+    assert (t1, a1) == (t2, a2)
+
+
+def test_registry_entry() -> None:
+    v = mf.verifiers["optimal"]
+    assert v.schemes == ("iid",) and v.optimal_scheme == "iid"
+    assert v.resolve_scheme(None) == "iid"
+
+
+@pytest.mark.xfail(strict=True, raises=ValueError,
+                   reason="no exact construction for without-replacement drafts yet (issue 8, open part)")
+def test_small_exact_wor() -> None:
+    for p, q, n in _small_cases(20, 900):
+        if np.count_nonzero(q) < n:
+            continue
+        out, acc, _ = exact_law_and_acceptance(p, q, n, "wor")
+        assert np.abs(out - p).max() < LAW_TOL
+        assert abs(acc - mf.optimal_acceptance(p, q, n, "wor")) < ACC_TOL
