@@ -2,7 +2,7 @@
 
 Run:  python bench/run_all.py [--out bench/results]
 
-Runs bench_dual.py, bench_flow.py and bench_verifiers.py one after the other (each prints its
+Runs bench_dual.py, bench_flow.py, bench_verifiers.py and bench_optimal.py one after the other (each prints its
 tables; the machine info is printed first) and writes their JSON next to each other in --out.
 OR-Tools runs in a subprocess of bench_flow.py because it cannot share a process with highspy.
 Install the peers first:  pip install ortools scipy networkx
@@ -30,6 +30,7 @@ def main() -> int:
         ("bench_dual.py", rep + (["--batch", "32"] if args.quick else [])),
         ("bench_flow.py", ["--repeats", "1" if args.quick else "3"]),
         ("bench_verifiers.py", ["--samples", "200000" if args.quick else "2000000", "--repeats", "2"]),
+        ("bench_optimal.py", ["--repeats", "3" if args.quick else "9"]),
     ]
     t0 = time.perf_counter()
     for script, extra in runs:

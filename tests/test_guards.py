@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import textwrap
@@ -22,6 +23,12 @@ import mdsd_fast as mf
 from mdsd_fast.verifiers import EXACT_BUDGET, SIMULATE_BUDGET_BYTES
 
 
+def _default_sigint() -> None:
+    # A shell that runs a job in the background hands it SIGINT *ignored*, and a Python started
+    # that way installs no KeyboardInterrupt handler; give the child the default disposition.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
@@ -29,6 +36,7 @@ def _run(code: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=timeout,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        preexec_fn=_default_sigint,
     )
 
 

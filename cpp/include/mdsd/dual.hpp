@@ -147,7 +147,13 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
     else ev = RACE;
     WorExact2 ex2;
     if (ev == E3) { ws.ex3.reset(K); ws.ex3.find_close(q, ord, K); }
-    if (ev == RACE) ws.race.reset(n, ws.lam[K - 1]);
+    if (ev == RACE) {
+        // Only prefixes with P_k - S_k^n < 0 can improve on best <= 0, so the grid need only reach
+        // 45 / lam of the last such prefix (often far below 45 / q(last token) on LLM rows).
+        int64_t k_last = K - 1;
+        while (k_last > 1 && !(ws.lb_sufmin[k_last] < 0.0)) --k_last;
+        ws.race.reset(n, ws.lam[std::max<int64_t>(1, std::min<int64_t>(k_last, K - 1))]);
+    }
 
     double P = 0.0, S = 0.0;
     for (int64_t k = 0; k < K; ++k) {
