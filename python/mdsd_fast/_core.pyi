@@ -1,0 +1,123 @@
+# Typed stubs of the C++ extension (generated with pybind11-stubgen from the built module; regenerate
+# with `pybind11-stubgen mdsd_fast._core -o /tmp/stubs` after changing the bindings).
+"""
+mdsd_fast C++ core: dual kernels, draft-set enumeration, flow LP assembly.
+"""
+from __future__ import annotations
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch']
+class TooLargeError(ValueError):
+    """
+    The enumeration would exceed max_sets (a ValueError). The message gives the size needed.
+    """
+class FlowModel:
+    """
+    Draft sets of one (p, scheme) pair and their flow LP in CSC form.
+    """
+    def __init__(self, p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, n: typing.SupportsInt | typing.SupportsIndex, scheme: str, max_sets: typing.SupportsFloat | typing.SupportsIndex, tuples: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None = None, probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None = None) -> None:
+        ...
+    def certificate(self, v: typing.Annotated[numpy.typing.ArrayLike, numpy.float64]) -> tuple[float, numpy.typing.NDArray[numpy.int64]]:
+        """
+        Best threshold cut of the token duals v: (cut value, H as sorted token ids).
+        """
+    def cut_value(self, H: typing.Annotated[numpy.typing.ArrayLike, numpy.int64]) -> float:
+        """
+        p(H) + Pr[S not inside H]: the upper bound on alpha* given by the token set H.
+        """
+    def max_flow(self, hint: typing.Annotated[numpy.typing.ArrayLike, numpy.int64] | None = None) -> dict:
+        """
+        Exact max-flow on the draft-set network by push-relabel (no HiGHS): value, flows, cut, certificate.
+        hint: optional guess of the certificate H (token ids) that steers the greedy start.
+        """
+    @property
+    def a_index(self) -> numpy.typing.NDArray[numpy.int32]:
+        ...
+    @property
+    def a_start(self) -> numpy.typing.NDArray[numpy.int32]:
+        ...
+    @property
+    def num_col(self) -> int:
+        ...
+    @property
+    def num_edges(self) -> int:
+        ...
+    @property
+    def num_row(self) -> int:
+        ...
+    @property
+    def num_sets(self) -> int:
+        ...
+    @property
+    def rejected_mass(self) -> float:
+        ...
+    @property
+    def row_tokens(self) -> numpy.typing.NDArray[numpy.int32]:
+        ...
+    @property
+    def row_upper(self) -> numpy.typing.NDArray[numpy.float64]:
+        ...
+    @property
+    def set_ptr(self) -> numpy.typing.NDArray[numpy.int64]:
+        ...
+    @property
+    def set_tokens(self) -> numpy.typing.NDArray[numpy.int32]:
+        ...
+    @property
+    def set_weights(self) -> numpy.typing.NDArray[numpy.float64]:
+        ...
+class VerifierBatch:
+    """
+    One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).
+    """
+    def __init__(self, name: str, p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, lp: typing.Any = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+        ...
+    def cost(self) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        Estimated work of the exact route per row (rrs-wor; 0 otherwise).
+        """
+    def estimate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+        """
+        Acceptance estimated by simulation: (rate[B], standard error[B]).
+        """
+    def exact(self, budget: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        Exact acceptance of every row; raises TooLargeError when the exact route costs more than budget.
+        """
+    def law(self, tuples: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], row: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        Exact conditional output law Pr[y | tuple] for each tuple of shape (m, n): array (m, V).
+        naive_residual=True: the law of the biased variant of simulate (for tests).
+        """
+    def rho(self) -> numpy.typing.NDArray[numpy.float64]:
+        """
+        K-SEQ's rho* per row (0 for other verifiers).
+        """
+    def simulate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> tuple:
+        """
+        Draft and verify `samples` times per row: (tokens[B, s], accepted[B, s], drafts[B, s, n]).
+        naive_residual=True resamples from p on rejection (a deliberately biased variant, for tests).
+        """
+    def verify(self, drafts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+        """
+        Verify given draft tuples, shape (m, n) with m = B (or any m when B = 1): (token[m], accepted[m]).
+        """
+    @property
+    def B(self) -> int:
+        ...
+    @property
+    def V(self) -> int:
+        ...
+    @property
+    def n(self) -> int:
+        ...
+    @property
+    def name(self) -> str:
+        ...
+def dual_batch(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, wor_method: str = 'auto', certificate: bool = False, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+    """
+    alpha* of each row of (B, V) arrays by the sorted-prefix scan (iid, wor) or the greedy closed form.
+    Inputs must already be validated and normalised. Returns (alpha[B], list of certificates or None).
+    """
+__version__: str = '0.1.0'
