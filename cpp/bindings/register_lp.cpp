@@ -130,13 +130,19 @@ void register_lp(py::module_& m) {
                         h[t] = 1;
                     }
                 }
+                auto* flows = new std::vector<double>();
+                py::capsule owner(flows, [](void* v) { delete static_cast<std::vector<double>*>(v); });
+                std::vector<double> accepted(f.V, 0.0);
                 {
                     py::gil_scoped_release nogil;
                     r = mdsd::max_flow_sets(f.sets, f.p.data(), f.V, hint ? h.data() : nullptr);
+                    for (std::size_t e = 0; e < r.x.size(); ++e) accepted[f.sets.tok[e]] += r.x[e];
+                    *flows = std::move(r.x);  // handed to numpy without a copy
                 }
                 py::dict out;
                 out["value"] = r.value;
-                out["flows"] = to_numpy(r.x);
+                out["flows"] = py::array_t<double>(static_cast<py::ssize_t>(flows->size()), flows->data(), owner);
+                out["accepted"] = to_numpy(accepted);
                 out["cut"] = r.cut;
                 out["certificate"] = to_numpy(r.H);
                 out["pushes"] = r.pushes;
@@ -146,7 +152,8 @@ void register_lp(py::module_& m) {
                 return out;
             },
             py::arg("hint") = py::none(),
-            "Exact max-flow on the draft-set network by push-relabel (no HiGHS): value, flows, cut, certificate.\n"
+            "Exact max-flow on the draft-set network by push-relabel (no HiGHS): value, flows, accepted mass per\n"
+            "token, cut, certificate.\n"
             "hint: optional guess of the certificate H (token ids) that steers the greedy start.")
         .def(
             "cut_value",

@@ -237,6 +237,7 @@ def solve_lp(
             hint = certs[0]
         mf = model.max_flow(hint)
         flows = mf["flows"]
+        accepted_flow = mf["accepted"]
         alpha = float(mf["value"])
         cut, H = float(mf["cut"]), mf["certificate"]
         status = "Optimal"
@@ -295,7 +296,10 @@ def solve_lp(
         )
     set_ptr = model.set_ptr
     set_tokens = model.set_tokens
-    accepted = np.bincount(set_tokens, weights=flows, minlength=V).astype(np.float64, copy=False)
+    if solver == "flow":
+        accepted = accepted_flow
+    else:
+        accepted = np.bincount(set_tokens, weights=flows, minlength=V).astype(np.float64, copy=False)
     return LPResult(
         alpha=min(alpha, 1.0),
         cut_value=float(cut),
