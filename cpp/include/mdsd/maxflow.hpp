@@ -119,10 +119,19 @@ class BipartiteFlow {
     }
 
     // Forced destinations first (left nodes with one edge), then the others, each sending its
-    // supply to its right nodes with the most room left, largest first (n is small: selection).
+    // supply to its right nodes with the most room left, largest first.
     void greedy_start() {
         std::vector<double> room(cap_);
         std::vector<int64_t> by_room;
+        // Send as much of m as fits through edge e; returns what is left of m.
+        auto fill = [&](int64_t e, double m) {
+            const int32_t j = adj_[e];
+            const double br = room[j];
+            const double d = std::min(m, br);
+            x[e] += d;
+            room[j] = (d == br) ? 0.0 : br - d;
+            return (d == m) ? 0.0 : m - d;
+        };
         auto place = [&](int64_t i) {
             const int64_t b = lptr_[i], en = lptr_[i + 1];
             double m = eL_[i];
@@ -135,29 +144,16 @@ class BipartiteFlow {
                     if (room[adj_[e]] > 0.0) by_room.push_back(e);
                 std::stable_sort(by_room.begin(), by_room.end(),
                                  [&](int64_t a, int64_t c) { return room[adj_[a]] > room[adj_[c]]; });
-                for (int64_t e : by_room) {
-                    if (!(m > 0.0)) break;
-                    const int32_t j = adj_[e];
-                    const double br = room[j];
-                    const double d = std::min(m, br);
-                    x[e] += d;
-                    m = (d == m) ? 0.0 : m - d;
-                    room[j] = (d == br) ? 0.0 : br - d;
+                for (std::size_t k = 0; k < by_room.size() && m > 0.0; ++k) m = fill(by_room[k], m);
+            } else {
+                while (m > 0.0) {  // few edges: select the most room each time
+                    int64_t best = -1;
+                    double br = 0.0;
+                    for (int64_t e = b; e < en; ++e)
+                        if (room[adj_[e]] > br) { br = room[adj_[e]]; best = e; }
+                    if (best < 0) break;
+                    m = fill(best, m);
                 }
-                eL_[i] = m;
-                return;
-            }
-            while (m > 0.0) {
-                int64_t best = -1;
-                double br = 0.0;
-                for (int64_t e = b; e < en; ++e)
-                    if (room[adj_[e]] > br) { br = room[adj_[e]]; best = e; }
-                if (best < 0) break;
-                const int32_t j = adj_[best];
-                const double d = std::min(m, br);
-                x[best] += d;
-                m = (d == m) ? 0.0 : m - d;
-                room[j] = (d == br) ? 0.0 : br - d;
             }
             eL_[i] = m;
         };
