@@ -34,21 +34,8 @@ inline void set_interrupt_hook(InterruptHook h) { interrupt_hook().store(h); }
 // Minimum time between two calls of the hook from one thread.
 constexpr std::chrono::milliseconds kPollInterval{20};
 
-// Call from long loops; may throw whatever the hook throws. Cost: one thread-local increment,
-// and a steady_clock read every 256 calls.
-inline void poll_interrupt() {
-    thread_local uint32_t calls = 0;
-    thread_local std::chrono::steady_clock::time_point last{};
-    if ((++calls & 255u) != 0) return;
-    const InterruptHook h = interrupt_hook().load(std::memory_order_relaxed);
-    if (!h) return;
-    const auto now = std::chrono::steady_clock::now();
-    if (now - last < kPollInterval) return;
-    last = now;
-    h();
-}
-
-// As poll_interrupt, but reads the clock on every call: for loops whose iterations are long.
+// Reads the clock on every call: for loops whose iterations are long. May throw whatever the
+// hook throws; calls it at most every kPollInterval per thread.
 inline void poll_interrupt_now() {
     thread_local std::chrono::steady_clock::time_point last{};
     const InterruptHook h = interrupt_hook().load(std::memory_order_relaxed);
@@ -57,6 +44,13 @@ inline void poll_interrupt_now() {
     if (now - last < kPollInterval) return;
     last = now;
     h();
+}
+
+// Call from long loops of short iterations. Cost: one thread-local increment, and the clock read
+// of poll_interrupt_now every 256 calls.
+inline void poll_interrupt() {
+    thread_local uint32_t calls = 0;
+    if ((++calls & 255u) == 0) poll_interrupt_now();
 }
 
 //: Upper bound on worker threads per call, whatever the caller asks (results never depend on it).
