@@ -77,7 +77,7 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
     fig, ax = plt.subplots(figsize=(7, 3.6))
     width = 0.8 / max(1, len(ns))
     for k, n in enumerate(ns):
-        vals = [np.mean(gaps[(m, n)]) if gaps[(m, n)] else np.nan for m in methods]
+        vals = [float(np.mean(gaps[(m, n)])) if gaps[(m, n)] else np.nan for m in methods]
         ax.bar(np.arange(len(methods)) + k * width, vals, width, label=f"n={n}")
     ax.set_xticks(np.arange(len(methods)) + width * (len(ns) - 1) / 2)
     ax.set_xticklabels(methods)

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numbers
 import operator
-from typing import Any
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,8 +31,13 @@ SUM_TOL = 1e-4
 MAX_V = 2**31 - 1
 #: Requests for more threads than this are clamped (the C++ core caps at 256 anyway).
 MAX_THREADS = 256
-SCHEMES = ("iid", "wor", "greedy")
-LP_SCHEMES = ("iid", "wor", "greedy", "independent", "explicit")
+#: Draft schemes of ``optimal_acceptance``, and those ``solve_lp`` also accepts.
+Scheme = Literal["iid", "wor", "greedy"]
+LPScheme = Literal["iid", "wor", "greedy", "independent", "explicit"]
+SCHEMES: tuple[Scheme, ...] = ("iid", "wor", "greedy")
+LP_SCHEMES: tuple[LPScheme, ...] = ("iid", "wor", "greedy", "independent", "explicit")
+
+_S = TypeVar("_S", bound=str)
 
 __all__ = [
     "SUM_TOL",
@@ -146,7 +151,12 @@ def check_threads(threads: Any) -> int:
     return min(operator.index(threads), MAX_THREADS)
 
 
+@overload
+def check_scheme(scheme: Any) -> Scheme: ...
+@overload
+def check_scheme(scheme: Any, allowed: tuple[_S, ...]) -> _S: ...
 def check_scheme(scheme: Any, allowed: tuple[str, ...] = SCHEMES) -> str:
+    """``scheme`` itself once it is one of ``allowed`` (so typed as that tuple's Literal members)."""
     if not isinstance(scheme, str) or scheme not in allowed:
         raise ValueError(f"scheme: expected one of {', '.join(map(repr, allowed))}, got {scheme!r}")
     return scheme

@@ -20,6 +20,8 @@ from . import _core
 from ._validate import (
     LP_SCHEMES,
     SCHEMES,
+    LPScheme,
+    Scheme,
     as_array,
     as_distribution,
     as_pair,
@@ -50,10 +52,6 @@ class SolverError(RuntimeError):
     def __init__(self, message: str, status: str) -> None:
         super().__init__(message)
         self.status = status
-
-
-Scheme = Literal["iid", "wor", "greedy"]
-LPScheme = Literal["iid", "wor", "greedy", "independent", "explicit"]
 
 
 @dataclass(frozen=True)

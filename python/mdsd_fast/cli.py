@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import __version__
+from ._validate import Scheme
 from .bound import optimal_acceptance, solve_lp
 from .report import DEFAULT_VERIFIERS
 
@@ -25,7 +26,7 @@ EXAMPLES: dict[str, tuple[list[float], list[float]]] = {
 
 
 def _demo(args: argparse.Namespace) -> int:
-    schemes = ("iid", "wor", "greedy")
+    schemes: tuple[Scheme, ...] = ("iid", "wor", "greedy")
     print(f"mdsd_fast {__version__}: optimal acceptance alpha* on the worked examples (THEORY.md §10)")
     print("Each value is computed by the sorted-prefix dual and checked against the HiGHS flow LP.\n")
     print("| case | n | " + " | ".join(f"alpha*_{s}" for s in schemes) + " | dual == LP |")
@@ -48,20 +49,20 @@ def _demo(args: argparse.Namespace) -> int:
     rng = np.random.default_rng(0)
     V = 49_152
     logits = rng.standard_normal(V) * 3.0
-    p = np.exp(logits - logits.max())
-    p /= p.sum()
-    q = np.exp(logits + rng.standard_normal(V) * 1.0)
-    q /= q.sum()
-    print(f"\nSynthetic pair at V = {V:,} (sum min(p, q) = {np.minimum(p, q).sum():.4f}):\n")
+    p_syn = np.exp(logits - logits.max())
+    p_syn /= p_syn.sum()
+    q_syn = np.exp(logits + rng.standard_normal(V) * 1.0)
+    q_syn /= q_syn.sum()
+    print(f"\nSynthetic pair at V = {V:,} (sum min(p, q) = {np.minimum(p_syn, q_syn).sum():.4f}):\n")
     print("| n | alpha*_iid | alpha*_wor | alpha*_greedy | ms (iid / wor) |")
     print("|---|---|---|---|---|")
     for n in (1, 2, 4, 8):
         t0 = time.perf_counter()
-        a_iid = optimal_acceptance(p, q, n, "iid")
+        a_iid = optimal_acceptance(p_syn, q_syn, n, "iid")
         t1 = time.perf_counter()
-        a_wor = optimal_acceptance(p, q, n, "wor")
+        a_wor = optimal_acceptance(p_syn, q_syn, n, "wor")
         t2 = time.perf_counter()
-        a_gr = optimal_acceptance(p, q, n, "greedy")
+        a_gr = optimal_acceptance(p_syn, q_syn, n, "greedy")
         print(f"| {n} | {a_iid:.6f} | {a_wor:.6f} | {a_gr:.6f} | {1e3 * (t1 - t0):.1f} / {1e3 * (t2 - t1):.1f} |")
     print(f"\nlargest |dual - LP| on the worked examples: {worst:.2e}")
     return 0 if worst < 1e-9 else 1

@@ -202,6 +202,9 @@ class LMDataset:
     either (it renormalises rows within 1e-4 of 1).
     """
 
+    #: (rows it was built for, their metadata); set on first use by ``_meta_rows``.
+    _meta_cache: tuple[NDArray[np.int64], list[dict[str, Any]]]
+
     def __init__(
         self,
         *,

@@ -28,15 +28,16 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from . import __version__
+from ._validate import Scheme
 from .bound import TooLargeError, optimal_acceptance
 from .data import LMDataset, from_arrays, load_dataset
-from .verifiers import acceptance, verifiers
+from .verifiers import VerifierName, acceptance, verifiers
 
 __all__ = ["ReportConfig", "GapReport", "gap_report", "expected_tokens", "DEFAULT_VERIFIERS"]
 
@@ -172,10 +173,12 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         ok = support >= n if s != "iid" else keep
         a = np.full(len(ds), np.nan)
         if ok.any():
-            a[ok] = optimal_acceptance(p[ok], q[ok], n, s, threads=cfg.threads)  # type: ignore[call-overload]
+            scheme = cast(Scheme, s)  # __post_init__ checked every scheme
+            a[ok] = optimal_acceptance(p[ok], q[ok], n, scheme, threads=cfg.threads)
         arrays[f"alpha/{s}/{n}"] = a
     rng_seed = _unit_seed(cfg.seed, unit.key)
     for v, s, n in cfg.verifier_runs():
+        name = cast(VerifierName, v)  # __post_init__ checked every verifier name
         kw: dict[str, Any] = {"threads": cfg.threads}
         if v in ("optimal-lp", "optimal"):
             kw["scheme"] = s
@@ -184,11 +187,11 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         exact = cfg.exact
         if exact:
             try:
-                est = np.asarray(acceptance(v, p, q, n, exact=True, **kw), dtype=np.float64).reshape(-1)
+                est = np.asarray(acceptance(name, p, q, n, exact=True, **kw), dtype=np.float64).reshape(-1)
             except TooLargeError:
                 exact = False
         if not exact:
-            e, s_err = acceptance(v, p, q, n, exact=False, samples=cfg.samples,
+            e, s_err = acceptance(name, p, q, n, exact=False, samples=cfg.samples,
                                   rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"), **kw)
             est = np.asarray(e, dtype=np.float64).reshape(-1)
             se = np.asarray(s_err, dtype=np.float64).reshape(-1)
@@ -203,8 +206,11 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
     try:
+        # numpy's stub declares ``allow_pickle: bool`` before ``**kwds``, so mypy checks a ``**dict``
+        # against it too; no shard key is "allow_pickle", so the arrays go in as plain keywords.
+        shard: dict[str, Any] = arrays
         with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **arrays)
+            np.savez(fh, **shard)
         os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard
     except BaseException:
         if os.path.exists(tmp):
@@ -312,13 +318,13 @@ class GapReport:
                 continue
             cells = []
             for m in methods:
-                r = byname.get(m)
-                if r is None:
+                rec = byname.get(m)
+                if rec is None:
                     cells.append("")
                 else:
-                    star = "" if r["exact"] else "*"
-                    gap = round(-r["gap_abs"], 4) + 0.0  # + 0.0 turns -0.0 into 0.0
-                    cells.append(f"{r['mean']:.4f}{star} ({gap:+.4f})")
+                    star = "" if rec["exact"] else "*"
+                    gap = round(-rec["gap_abs"], 4) + 0.0  # + 0.0 turns -0.0 into 0.0
+                    cells.append(f"{rec['mean']:.4f}{star} ({gap:+.4f})")
             t = "" if k[1] is None or (isinstance(k[1], float) and math.isnan(k[1])) else f"{k[1]:g}"
             lines.append(f"| {k[0]} | {t} | {k[2]} | {k[3]} | {k[4]} | {b['positions']} | "
                          f"{b['mean']:.4f} ({b['ci_low']:.4f}–{b['ci_high']:.4f}) | " + " | ".join(cells) + " |")
@@ -592,7 +598,7 @@ def gap_report(
         else:
             sources = [str(path)]
     else:
-        sources = [str(s) for s in dataset]  # type: ignore[union-attr]
+        sources = [str(s) for s in dataset]
     units = plan_units(sources, cfg)
     if not units:
         raise ValueError("dataset: no positions match the requested temperatures")

@@ -27,13 +27,13 @@ from __future__ import annotations
 
 import numbers
 from types import MappingProxyType
-from typing import Any, Literal, Mapping, NamedTuple
+from typing import Any, Literal, Mapping, NamedTuple, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._validate import as_array, as_pair, check_bool, check_n, check_scheme, check_support, check_threads
+from ._validate import Scheme, as_array, as_pair, check_bool, check_n, check_scheme, check_support, check_threads
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 
 __all__ = [
@@ -318,11 +318,12 @@ def _threads(threads: Any) -> int:
 def _samples(samples: Any, *, minimum: int) -> int:
     if isinstance(samples, (bool, np.bool_)) or not isinstance(samples, numbers.Integral):
         raise TypeError(f"samples: expected an integer, got {type(samples).__name__}")
-    if samples < minimum:
+    count = int(samples)
+    if count < minimum:
         raise ValueError(f"samples: expected an integer >= {minimum}, got {samples}")
-    if samples > MAX_SAMPLES:
+    if count > MAX_SAMPLES:
         raise ValueError(f"samples: {samples} samples per row is more than the supported {MAX_SAMPLES}")
-    return int(samples)
+    return count
 
 
 def _prepare(
@@ -339,10 +340,11 @@ def _prepare(
     check_support("q", q2, n, "greedy" if sch == "spechub" else sch)
     lp = None
     if v.name == "optimal-lp":
+        lp_scheme = cast(Scheme, sch)  # resolve_scheme checked it against ("iid", "wor", "greedy")
         lp = []
         for r in range(B):
             try:
-                res = solve_lp(p2[r], q2[r], n, sch, max_sets=DEFAULT_MAX_SETS)
+                res = solve_lp(p2[r], q2[r], n, lp_scheme, max_sets=DEFAULT_MAX_SETS)
             except TooLargeError as exc:
                 raise TooLargeError(f"optimal-lp needs the flow LP of every position: {exc}") from None
             lp.append((res.set_ptr, res.set_tokens, res.flows, res.set_weights))
