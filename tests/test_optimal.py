@@ -1,4 +1,4 @@
-"""The "optimal" verifier (issue 8): exact optimal acceptance at full vocabulary, i.i.d. drafts.
+"""The "optimal" verifier (issue 8): exact optimal acceptance, i.i.d. (full vocabulary) and wor drafts.
 
 Construction (cpp/include/mdsd/verifiers/optimal.hpp): the certificate H* splits the plan into an
 outer system (tuples with a draft outside H* output one of those drafts) and an inner system
@@ -15,8 +15,10 @@ What is checked here:
   rows): the exact acceptance is alpha*_iid within 1e-6 (measured <= 1e-10);
 - 10^6 simulated outputs at V = 49,152 pass a chi-square test against p at 1e-6, and the biased
   variant (rejections resampled from p) is rejected;
-- "wor" is not implemented yet (no exact construction is known for without-replacement drafts; see
-  the header): the verifier refuses it rather than claim optimality.
+- "wor" (the tight-set sweep, sweep.hpp), on supports small enough to enumerate: exact law within
+  1e-10 and acceptance alpha*_wor within 1e-9 on 400 random cases (V <= 12, n = 2..4, zeros, ties,
+  p = q, many alpha* = 1 exact-matching cases), THEORY §10 and the LP plan; 10^6 simulated outputs
+  pass a chi-square test (the biased variant fails); larger supports raise TooLargeError.
 """
 
 from __future__ import annotations
@@ -227,16 +229,149 @@ def test_prepare_once_verify_many() -> None:
 
 def test_registry_entry() -> None:
     v = mf.verifiers["optimal"]
-    assert v.schemes == ("iid",) and v.optimal_scheme == "iid"
+    assert v.schemes == ("iid", "wor") and v.optimal_scheme == "iid"
     assert v.resolve_scheme(None) == "iid"
+    assert v.resolve_scheme("wor") == "wor"
+    with pytest.raises(ValueError, match="scheme"):
+        v.resolve_scheme("greedy")
 
 
-@pytest.mark.xfail(strict=True, raises=ValueError,
-                   reason="no exact construction for without-replacement drafts yet (issue 8, open part)")
-def test_small_exact_wor() -> None:
-    for p, q, n in _small_cases(20, 900):
-        if np.count_nonzero(q) < n:
+# ---- without-replacement drafts: the tight-set sweep (cpp/include/mdsd/verifiers/sweep.hpp) ----
+
+
+def _wor_cases(count: int, seed: int, v_max: int = 8):
+    """Random cases for wor: the mixed generator of reference.py (zeros, ties), p = q and p near q
+    (alpha* = 1: every system is an exact matching, where the sweep meets most of its tight sets),
+    integer grids (exact ties) and very peaked Dirichlet pairs."""
+    rng = np.random.default_rng(seed)
+    made = 0
+    while made < count:
+        V = int(rng.integers(2, v_max + 1))
+        n = int(rng.integers(2, 5))
+        kind = made % 4
+        if kind == 0:
+            p, q = random_case(rng, V)
+        elif kind == 1:
+            q = rng.dirichlet(np.ones(V))
+            p = q.copy() if rng.random() < 0.5 else 0.7 * q + 0.3 * rng.dirichlet(np.ones(V))
+        elif kind == 2:
+            q = rng.integers(0, 4, V).astype(float)
+            q[0] += 1
+            p = rng.integers(0, 4, V).astype(float)
+            p[-1] += 1
+            p, q = p / p.sum(), q / q.sum()
+        else:
+            p, q = rng.dirichlet(np.full(V, 0.2)), rng.dirichlet(np.full(V, 0.2))
+        if np.count_nonzero(q) < n or math.perm(V, n) > 20_000:
             continue
-        out, acc, _ = exact_law_and_acceptance(p, q, n, "wor")
+        made += 1
+        yield p, q, n
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_small_exact_wor(seed: int) -> None:
+    worst_law = worst_acc = 0.0
+    exact_one = 0
+    for p, q, n in _wor_cases(120, 900 + seed):
+        out, acc, own = exact_law_and_acceptance(p, q, n, "wor")
+        star = mf.optimal_acceptance(p, q, n, "wor")
+        exact_one += star > 1 - 1e-12
+        worst_law = max(worst_law, float(np.abs(out - p).max()))
+        worst_acc = max(worst_acc, abs(acc - star), abs(own - star))
+        assert np.abs(out - p).max() < LAW_TOL, (p, q, n)
+        assert abs(acc - star) < ACC_TOL, (p, q, n, acc, star)
+        assert abs(own - star) < ACC_TOL, (p, q, n, own, star)
+    assert exact_one >= 20  # the alpha* = 1 regime is covered
+
+
+def test_small_exact_wor_larger_support() -> None:
+    # up to 12 tokens: systems of up to ~10 tokens, several tight-set events per system
+    for p, q, n in _wor_cases(40, 990, v_max=12):
+        out, acc, own = exact_law_and_acceptance(p, q, n, "wor")
+        star = mf.optimal_acceptance(p, q, n, "wor")
+        assert np.abs(out - p).max() < LAW_TOL, (p, q, n)
+        assert abs(acc - star) < ACC_TOL and abs(own - star) < ACC_TOL, (p, q, n, acc, own, star)
+
+
+@pytest.mark.parametrize("case", sorted(THEORY_CASES))
+def test_theory_cases_wor(case: str) -> None:
+    p, q, _ = THEORY_CASES[case]
+    p, q = np.array(p), np.array(q)
+    for n in (2, 3):
+        out, acc, own = exact_law_and_acceptance(p, q, n, "wor")
+        star = mf.optimal_acceptance(p, q, n, "wor")
         assert np.abs(out - p).max() < LAW_TOL
-        assert abs(acc - mf.optimal_acceptance(p, q, n, "wor")) < ACC_TOL
+        assert abs(acc - star) < ACC_TOL and abs(own - star) < ACC_TOL
+        # and the bound itself against the flow LP solved by HiGHS
+        assert star == pytest.approx(mf.solve_lp(p, q, n, "wor").alpha, abs=1e-9)
+
+
+def test_wor_beats_rrs_wor_and_matches_lp_plan() -> None:
+    # the sweep reaches alpha*_wor where the published without-replacement verifier does not
+    rng = np.random.default_rng(5)
+    gaps = []
+    for _ in range(30):
+        p, q = random_case(rng, 7)
+        if np.count_nonzero(q) < 3:
+            continue
+        ours = mf.acceptance("optimal", p, q, 3, scheme="wor")
+        lp = mf.acceptance("optimal-lp", p, q, 3, scheme="wor")
+        assert ours == pytest.approx(lp, abs=1e-9)
+        gaps.append(ours - mf.acceptance("rrs-wor", p, q, 3))
+    assert min(gaps) > -1e-12 and max(gaps) > 1e-3
+
+
+def test_wor_refuses_large_support() -> None:
+    p, q = llm_like(0, V=2000)
+    with pytest.raises(mf.TooLargeError, match=r"tokens in H\*.*limit 12"):
+        mf.acceptance("optimal", p, q, 4, scheme="wor")
+
+
+def _wor_chi2_case() -> tuple[np.ndarray, np.ndarray, int]:
+    # LLM-like rows of 22 tokens, the first whose systems both fit the sweep (at most 12 tokens on
+    # each side of H*) and whose accepted part and residual both carry weight
+    for seed in range(200):
+        p, q = llm_like(seed, V=22)
+        star, H = mf.optimal_acceptance(p, q, 2, "wor", return_certificate=True)
+        if len(H) <= 12 and np.count_nonzero(q) - len(H) <= 12 and 0.3 < star < 0.85:
+            return p, q, 2
+    raise AssertionError("no case found")
+
+
+@pytest.mark.slow
+def test_chi2_wor() -> None:
+    p, q, n = _wor_chi2_case()
+    batch, _ = _prepare("optimal", p, q, n, "wor", None)
+    tokens, accepted, _ = batch.simulate(STEPS, 20261130, 0, False)
+    pval, stat, df = chi2_pvalue(tokens[0], p)
+    assert pval > LEVEL, (pval, stat, df)
+    exact = float(batch.exact(mf.EXACT_BUDGET)[0])
+    assert exact == pytest.approx(mf.optimal_acceptance(p, q, n, "wor"), abs=ACC_TOL)
+    se = math.sqrt(exact * (1 - exact) / STEPS)
+    assert abs(accepted.mean() - exact) <= 4 * se, (accepted.mean(), exact, se)
+    btokens, _, _ = batch.simulate(STEPS, 20261131, 0, True)  # rejections resampled from p: biased
+    bpval, bstat, bdf = chi2_pvalue(btokens[0], p)
+    assert bpval < LEVEL, (bpval, bstat, bdf)
+
+
+def test_sampler_matches_exact_law_wor() -> None:
+    # The sampler draws chunks directly; the law calculator merges the chunks of the drafted tokens.
+    rng = np.random.default_rng(12)
+    checked = 0
+    for p, q, n in _wor_cases(60, 1200):
+        V = len(p)
+        batch, _ = _prepare("optimal", p, q, n, "wor", None)
+        tl = list(tuple_law(q, n, "wor"))
+        t = np.array(tl[int(rng.integers(len(tl)))][0], dtype=np.int64)
+        law = batch.law(t[None, :])[0]
+        m = 100_000
+        tok, _ = batch.verify(np.repeat(t[None, :], m, axis=0), int(rng.integers(1 << 30)), 0)
+        counts = np.bincount(tok, minlength=V)
+        assert counts[law == 0].sum() == 0
+        keep = law * m >= 5
+        if keep.sum() < 2:
+            continue
+        stat = float((((counts - m * law) ** 2)[keep] / (m * law[keep])).sum())
+        assert chi2_sf(stat, int(keep.sum()) - 1) > LEVEL, (p, q, n, t, law, counts)
+        checked += 1
+    assert checked >= 20

@@ -15,7 +15,7 @@ kseq       n i.i.d. drafts                               SpecTr K-SEQ, optimal r
 spechub    SpecHub's sparse pair law, n = 2              SpecHub (Sun et al. 2024)
 greedy     top n-1 of q plus one draw                    optimal for greedy drafts (Hu et al. 2025)
 optimal-lp "iid", "wor" or "greedy" (scheme=)            OT-optimal plan of ``solve_lp``
-optimal    "iid" (scheme=)                               certificate split + level race (no solver)
+optimal    "iid" or "wor" (small support) (scheme=)      certificate split + level race / tight-set sweep
 ========== ============================================= ==========================================
 
 Randomness follows SPEC 7: ``rng`` is anything ``numpy.random.default_rng`` accepts. It is turned
@@ -253,25 +253,34 @@ class OptimalLP(Verifier):
 
 
 class Optimal(Verifier):
-    """``optimal``: an optimal verifier at full vocabulary, no solver (THEORY.md §3, §8.10).
+    """``optimal``: an optimal verifier without a solver (THEORY.md §3, §8.10).
 
-    Scheme: "iid" (``scheme=``; "wor" is not implemented: no exact construction is known for
-    without-replacement drafts, so the verifier refuses rather than claim optimality). The
-    certificate H* of ``optimal_acceptance`` splits the plan (complementary slackness): a tuple with
-    a draft outside H* outputs one of those drafts; a tuple inside H* outputs one of its drafts or
-    rejects to the residual r ∝ p - a. Within each part every draft gets an independent random
-    level and the highest level wins; each token's level pieces are placed once per position
-    (O(V log V), a left-curtain-type coupling of p/q with the level line) so that token y wins
-    with mass p(y) on H* and at most p(y) outside. Acceptance alpha*_iid, computed as the plan's
-    accepted mass from the pieces actually built (measured within 1e-10 of alpha*). Verification
-    of a tuple: O(n log pieces).
+    Scheme: "iid" (default, ``scheme=``) at full vocabulary, or "wor" on supports small enough to
+    enumerate (at most 12 tokens on each side of H* and 500,000 ordered draft tuples; larger rows
+    raise TooLargeError -- the full-vocabulary "wor" route is open work). The certificate H* of
+    ``optimal_acceptance`` splits the plan (complementary slackness): a tuple with a draft outside H*
+    outputs one of those drafts; a tuple inside H* outputs one of its drafts or rejects to the
+    residual r ∝ p - a.
 
-    Source: this package (cpp/include/mdsd/verifiers/optimal.hpp); the split is Global
+    - "iid": every draft gets an independent random level and the highest level wins; each
+      token's level pieces are placed once per position (O(V log V), a left-curtain-type coupling
+      of p/q with the level line) so that token y wins with mass p(y) on H* and at most p(y)
+      outside. Verification of a tuple: O(n log pieces).
+    - "wor": a random-utility race built by the tight-set sweep (cpp/include/mdsd/verifiers/
+      sweep.hpp): each token's level mass is laid top down in chunks, a drafted token draws one of
+      its chunks and the earliest chunk wins; chunk sizes stop at the events where a Hall slack of
+      the remaining system turns tight, which keeps every load at most p(y) outside H* and exactly
+      p(y) inside it. Verification of a tuple: O(n log chunks).
+
+    Acceptance alpha* of the scheme, computed as the plan's accepted mass from the pieces/chunks
+    actually built (measured within 1e-10 of alpha*).
+
+    Source: this package (cpp/include/mdsd/verifiers/optimal.hpp, sweep.hpp); the split is Global
     Resolution's (Thomas & Pal).
     """
 
     name = "optimal"
-    schemes = ("iid",)
+    schemes = ("iid", "wor")
     source = "certificate split (Thomas & Pal) + level race (this package)"
 
     def resolve_scheme(self, scheme: str | None) -> str:

@@ -74,10 +74,14 @@
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "mdsd/dual.hpp"
+#include "mdsd/sets.hpp"
 #include "mdsd/verifiers/common.hpp"
+#include "mdsd/verifiers/sweep.hpp"
 
 namespace mdsd::verif {
 
@@ -286,13 +290,19 @@ struct Optimal {
         double alpha_star = 0.0, alpha_plan = 0.0, qH = 0.0;
         int64_t num_inner = 0, num_outer = 0;
         Categorical res;
+        // "wor" (sweep.hpp): chunks of token y are [cptr[y], cptr[y+1]) in sweep order, with their
+        // place in the sweep of the token's system (cidx) and the token's cumulative mass (ccum).
+        bool sweep = false;
+        int64_t sweep_steps = 0;
+        std::vector<int64_t> cptr, cidx;
+        std::vector<double> ccum;
     };
 
     static Plan prepare(const double* p, const double* q, int64_t V, int n, Drafter::Kind scheme) {
         using namespace optimal_detail;
+        if (scheme == Drafter::Wor) return prepare_wor(p, q, V, n);
         if (scheme != Drafter::Iid)
-            throw std::invalid_argument("scheme: 'optimal' is implemented for 'iid' drafts only (no exact "
-                                        "construction for 'wor' yet)");
+            throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor' drafts");
         Plan pl;
         pl.init(p, q, V, n, scheme);
         pl.scheme = scheme;
@@ -381,6 +391,178 @@ struct Optimal {
         return pl;
     }
 
+    // "wor": the tight-set sweep (sweep.hpp) on the enumerated draft sets of each system.
+    static Plan prepare_wor(const double* p, const double* q, int64_t V, int n) {
+        Plan pl;
+        pl.init(p, q, V, n, Drafter::Wor);
+        pl.scheme = Drafter::Wor;
+        pl.sweep = true;
+        DualWorkspace ws;
+        const DualResult dr = dual_prefix(p, q, V, n, Scheme::Wor, WorMethod::Auto, ws);
+        pl.alpha_star = dr.alpha;
+        const std::vector<int32_t> sup = ws.order;  // supp q by ascending p/q; H* = its first k_star
+        const int64_t K = static_cast<int64_t>(sup.size()), ks = dr.k_star;
+        const int64_t tuples = sweep::ordered_tuples(K, n, sweep::kMaxOrdered);
+        if (ks > sweep::kMaxSystem || K - ks > sweep::kMaxSystem || tuples > sweep::kMaxOrdered) {
+            throw TooLarge("scheme: 'optimal' for 'wor' drafts enumerates the draft sets and the token subsets "
+                           "of each system: this row has " + std::to_string(ks) + " tokens in H* and " +
+                           std::to_string(K - ks) + " outside it (limit " + std::to_string(sweep::kMaxSystem) +
+                           " each) and " + (tuples > sweep::kMaxOrdered ? "more than " + std::to_string(sweep::kMaxOrdered)
+                                                                          : std::to_string(tuples)) +
+                           " ordered draft tuples (limit " + std::to_string(sweep::kMaxOrdered) +
+                           "); the full-vocabulary 'wor' route is not implemented yet");
+        }
+        pl.side.assign(V, 0);
+        for (int64_t k = 0; k < K; ++k) pl.side[sup[k]] = k < ks ? 1 : 2;
+        pl.num_inner = ks;
+        pl.num_outer = K - ks;
+        const auto law = sweep::wor_set_law(q, sup, n);
+        sweep::SystemSets outer, inner;
+        for (int64_t k = ks; k < K; ++k) outer.sys_tok.push_back(sup[k]);
+        for (int64_t k = 0; k < ks; ++k) inner.sys_tok.push_back(sup[k]);
+        const uint64_t hmask = ks >= 64 ? ~uint64_t{0} : ((uint64_t{1} << ks) - 1);
+        for (const auto& [m, pr] : law) {
+            if (m & ~hmask) { outer.mask.push_back(static_cast<uint32_t>(m >> ks)); outer.prob.push_back(pr); }
+            else { inner.mask.push_back(static_cast<uint32_t>(m)); inner.prob.push_back(pr); }
+        }
+        int64_t s1 = 0, s2 = 0;
+        const auto chA = sweep::outer(outer, p, static_cast<int>(K - ks), s1);
+        const auto chH = sweep::inner(inner, p, static_cast<int>(ks), s2);
+        pl.sweep_steps = s1 + s2;
+        // CSR by token, chunks in sweep order within each system.
+        pl.cptr.assign(V + 1, 0);
+        for (const auto& c : chA) ++pl.cptr[c.tok + 1];
+        for (const auto& c : chH) ++pl.cptr[c.tok + 1];
+        for (int64_t y = 0; y < V; ++y) pl.cptr[y + 1] += pl.cptr[y];
+        pl.cidx.resize(pl.cptr[V]);
+        pl.ccum.resize(pl.cptr[V]);
+        {
+            std::vector<int64_t> fill(pl.cptr.begin(), pl.cptr.end() - 1);
+            std::vector<double> run(V, 0.0);
+            auto put = [&](const std::vector<sweep::Chunk>& ch) {
+                for (std::size_t i = 0; i < ch.size(); ++i) {
+                    const int32_t y = ch[i].tok;
+                    run[y] += ch[i].mass;
+                    pl.cidx[fill[y]] = static_cast<int64_t>(i);
+                    pl.ccum[fill[y]++] = run[y];
+                }
+            };
+            put(chA);
+            put(chH);
+        }
+        // Loads from the stored chunks, by enumeration of the draft sets (exact given the chunks).
+        std::vector<double> won(V, 0.0);
+        {
+            std::vector<int32_t> toks;
+            std::vector<double> sel;
+            for (const auto& [m, pr] : law) {
+                toks.clear();
+                const bool out = (m & ~hmask) != 0;
+                for (int64_t k = 0; k < K; ++k)
+                    if ((m >> k & 1u) && (k >= ks) == out) toks.push_back(sup[k]);
+                sel.assign(toks.size(), 0.0);
+                sweep_win_probs(pl, toks.data(), static_cast<int>(toks.size()), sel.data());
+                for (std::size_t j = 0; j < toks.size(); ++j) won[toks[j]] += pr * sel[j];
+            }
+        }
+        pl.coin.assign(V, 0.0);
+        pl.a.assign(V, 0.0);
+        std::vector<double> r(V);
+        double acc = 0.0;
+        for (int64_t y = 0; y < V; ++y) {
+            if (won[y] > 0.0) pl.coin[y] = std::min(1.0, p[y] / won[y]);
+            pl.a[y] = won[y] * pl.coin[y];
+            r[y] = std::max(0.0, p[y] - pl.a[y]);
+            acc += pl.a[y];
+        }
+        pl.alpha_plan = std::min(1.0, acc);
+        pl.res.build(r.data(), V);
+        return pl;
+    }
+
+    // Win probabilities of m distinct drafted tokens of one system under the chunk race: walk
+    // their chunks in sweep order; a chunk of token k at that point wins with its mass times the
+    // probability that every other drafted token lies below it (1 - its mass laid so far).
+    static void sweep_win_probs(const Plan& pl, const int32_t* toks, int m, double* sel) {
+        struct Ref { int64_t idx; int k; double mass; };
+        std::vector<Ref> refs;
+        for (int k = 0; k < m; ++k) {
+            sel[k] = 0.0;
+            double prev = 0.0;
+            for (int64_t e = pl.cptr[toks[k]]; e < pl.cptr[toks[k] + 1]; ++e) {
+                refs.push_back({pl.cidx[e], k, pl.ccum[e] - prev});
+                prev = pl.ccum[e];
+            }
+        }
+        std::sort(refs.begin(), refs.end(), [](const Ref& u, const Ref& v) { return u.idx < v.idx; });
+        double laid[64] = {0.0};
+        std::vector<double> big;
+        double* L = laid;
+        if (m > 64) { big.assign(m, 0.0); L = big.data(); }
+        for (const Ref& rf : refs) {
+            double x = rf.mass;
+            for (int j = 0; j < m; ++j)
+                if (j != rf.k) x *= std::max(0.0, 1.0 - L[j]);
+            sel[rf.k] += x;
+            L[rf.k] += rf.mass;
+        }
+    }
+
+    // Sampler for "wor": every drafted token of the system draws a chunk (or, inner, a level below
+    // all of its chunks), the earliest chunk in the sweep wins, then the winner's coin.
+    static void sweep_walk(const Plan& pl, const int32_t* t, SampleVisitor& vis) {
+        bool outer = false;
+        for (int k = 0; k < pl.n; ++k) outer |= pl.side[t[k]] == 2;
+        const uint8_t want = outer ? 2 : 1;
+        int64_t best = std::numeric_limits<int64_t>::max();
+        int32_t win = -1;
+        for (int k = 0; k < pl.n; ++k) {
+            const int32_t y = t[k];
+            if (pl.side[y] != want) continue;
+            const int64_t b = pl.cptr[y], e = pl.cptr[y + 1];
+            if (b == e) continue;
+            const double v = vis.rng.uniform();
+            const double* it = std::upper_bound(pl.ccum.data() + b, pl.ccum.data() + e, v);
+            int64_t c = it - pl.ccum.data();
+            if (c == e) {
+                if (!outer) continue;  // below every chunk: this draft cannot win
+                c = e - 1;             // outer masses sum to 1 up to rounding
+            }
+            if (pl.cidx[c] < best) { best = pl.cidx[c]; win = y; }
+        }
+        if (win >= 0 && vis.test(win, pl.coin[win])) return;
+        vis.residual(pl.res);
+    }
+
+    static void sweep_walk(const Plan& pl, const int32_t* t, LawVisitor& vis) {
+        bool outer = false;
+        for (int k = 0; k < pl.n; ++k) outer |= pl.side[t[k]] == 2;
+        const uint8_t want = outer ? 2 : 1;
+        std::vector<int32_t> toks;
+        for (int k = 0; k < pl.n; ++k)
+            if (pl.side[t[k]] == want) toks.push_back(t[k]);
+        const int m = static_cast<int>(toks.size());
+        std::vector<double> sel(m);
+        if (m > 0) sweep_win_probs(pl, toks.data(), m, sel.data());
+        chain(pl, toks.data(), sel.data(), m, vis);
+    }
+
+    // Output token k w.p. sel[k] * coin[k] as a chain of tests; with probability
+    // sum_k sel[k] (1 - coin[k]) + (1 - sum_k sel[k]) the residual is sampled.
+    static void chain(const Plan& pl, const int32_t* toks, const double* sel, int m, LawVisitor& vis) {
+        double left = 1.0;
+        for (int k = 0; k < m; ++k) {
+            const double s = sel[k];
+            if (!(s > 0.0)) continue;
+            const double win = left > s ? s / left : 1.0;  // Pr[k wins | no earlier token won]
+            const double c = pl.coin[toks[k]];
+            if (vis.test(toks[k], win * c)) return;
+            if (c < 1.0) branch(vis, win * (1.0 - c) / (1.0 - win * c), pl);
+            left -= s;
+        }
+        vis.residual(pl.res);
+    }
+
     // Win probabilities of the distinct drafts of one system (inner or outer): the draft with the
     // highest level wins. toks/cnt: m distinct tokens and their multiplicities. sel[k] receives
     // Pr[token toks[k] wins].
@@ -432,6 +614,7 @@ struct Optimal {
     // disjoint, so the piece decides; two drafts of one token in one piece give the same output),
     // then the winner's coin. O(n log pieces).
     static void walk(const Plan& pl, const int32_t* t, SampleVisitor& vis) {
+        if (pl.sweep) return sweep_walk(pl, t, vis);
         bool outer = false;
         for (int k = 0; k < pl.n; ++k) outer |= pl.side[t[k]] == 2;
         const uint8_t want = outer ? 2 : 1;
@@ -452,28 +635,15 @@ struct Optimal {
         vis.residual(pl.res);
     }
 
-    // The exact law: the same race, every branch followed (win_probs), as a chain of tests.
+    // The exact law: the same race, every branch followed (win_probs), as a chain of tests (chain).
     static void walk(const Plan& pl, const int32_t* t, LawVisitor& vis) {
+        if (pl.sweep) return sweep_walk(pl, t, vis);
         std::vector<int32_t> toks(pl.n);
         std::vector<int> cnt(pl.n);
         std::vector<double> sel(pl.n);
         const int m = group(pl, t, toks.data(), cnt.data());
-        if (m > 0) {
-            win_probs(pl, toks.data(), cnt.data(), m, sel.data());
-            // Output token k w.p. sel[k] * coin[k]; with probability sum_k sel[k] (1 - coin[k]) the
-            // winner is rejected and the residual is sampled.
-            double left = 1.0;
-            for (int k = 0; k < m; ++k) {
-                const double s = sel[k];
-                if (!(s > 0.0)) continue;
-                const double win = left > s ? s / left : 1.0;  // Pr[k wins | no earlier token won]
-                const double c = pl.coin[toks[k]];
-                if (vis.test(toks[k], win * c)) return;
-                if (c < 1.0) branch(vis, win * (1.0 - c) / (1.0 - win * c), pl);
-                left -= s;
-            }
-        }
-        vis.residual(pl.res);
+        if (m > 0) win_probs(pl, toks.data(), cnt.data(), m, sel.data());
+        chain(pl, toks.data(), sel.data(), m, vis);
     }
 
     // With probability pr (given that every earlier test failed) go to the residual: the law
