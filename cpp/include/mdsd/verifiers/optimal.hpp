@@ -1,5 +1,6 @@
 // "optimal": an exact optimal verifier at full vocabulary for i.i.d. drafts (THEORY §2.3, §3, §4,
-// §8.10), built from the certificate H* and a "level race".
+// §8.10), built from the certificate H* and a "level race"; for without-replacement drafts on
+// enumerable supports, the tight-set sweep of sweep.hpp.
 //
 // Complementary slackness with H* (A = V \ H*, restricted to supp q) splits every optimal plan in
 // two independent systems (THEORY §8.10):
@@ -65,9 +66,11 @@
 // piece, the highest piece wins, then the winner's coin). The exact law given a tuple (tests) runs
 // the same race as a chain of tests over the pieces of its tokens.
 //
-// Without-replacement drafts are not covered: under the Plackett-Luce law the win probability of
-// a piece depends on how the other tokens' pieces are arranged, not only on the level (the Hall
-// condition itself depends on the individual q's), so the construction does not transfer.
+// Without-replacement drafts: under the Plackett-Luce law the win probability of a piece depends
+// on how the other tokens' pieces are arranged, not only on the level (the Hall condition itself
+// depends on the individual q's), so the level race does not transfer. prepare_wor() uses the
+// tight-set sweep of sweep.hpp instead (exact; enumerable supports only, see
+// docs/research/OPTIMAL_WOR.md for the full-vocabulary route).
 #pragma once
 
 #include <algorithm>

@@ -15,8 +15,8 @@
 // since y wins from that chunk iff every other drafted token of the system lies below it; w_y does
 // not depend on u_y, so every chunk list has exactly computable loads.
 //
-// The sweep (found and proved for this package; checked in exact rational arithmetic on 1,350
-// random cases before this implementation). With mu_u(m) = sum over sets whose system part is m
+// The sweep (found and proved for this package, docs/research/OPTIMAL_WOR.md; checked in exact
+// rational arithmetic on 1,350 random cases before this implementation). With mu_u(m) = sum over sets whose system part is m
 // of Q(S) prod_{j in m} (1 - u_j):
 //   outer: Hall slack h(Z) = pi(Z) - mu_u(0 != T subset Z) >= 0 for Z within the active tokens
 //     (pi = p - load; initially Hall's condition, i.e. the minimality of H*). Lay a token y outside
