@@ -75,8 +75,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdint>
 #include <stdexcept>
+#include <functional>
 #include <limits>
 #include <string>
 #include <vector>
@@ -394,7 +396,8 @@ struct Optimal {
         return pl;
     }
 
-    // "wor": the tight-set sweep (sweep.hpp) on the enumerated draft sets of each system.
+    // "wor": the tight-set sweep (sweep.hpp). Enumerable supports: exact, on the enumerated draft
+    // sets of each system. Otherwise the exponential-race route (sweep::race): see prepare_wor_race.
     static Plan prepare_wor(const double* p, const double* q, int64_t V, int n) {
         Plan pl;
         pl.init(p, q, V, n, Drafter::Wor);
@@ -405,20 +408,25 @@ struct Optimal {
         pl.alpha_star = dr.alpha;
         const std::vector<int32_t> sup = ws.order;  // supp q by ascending p/q; H* = its first k_star
         const int64_t K = static_cast<int64_t>(sup.size()), ks = dr.k_star;
-        const int64_t tuples = sweep::ordered_tuples(K, n, sweep::kMaxOrdered);
-        if (ks > sweep::kMaxSystem || K - ks > sweep::kMaxSystem || tuples > sweep::kMaxOrdered) {
-            throw TooLarge("scheme: 'optimal' for 'wor' drafts enumerates the draft sets and the token subsets "
-                           "of each system: this row has " + std::to_string(ks) + " tokens in H* and " +
-                           std::to_string(K - ks) + " outside it (limit " + std::to_string(sweep::kMaxSystem) +
-                           " each) and " + (tuples > sweep::kMaxOrdered ? "more than " + std::to_string(sweep::kMaxOrdered)
-                                                                          : std::to_string(tuples)) +
-                           " ordered draft tuples (limit " + std::to_string(sweep::kMaxOrdered) +
-                           "); the full-vocabulary 'wor' route is not implemented yet");
-        }
         pl.side.assign(V, 0);
         for (int64_t k = 0; k < K; ++k) pl.side[sup[k]] = k < ks ? 1 : 2;
         pl.num_inner = ks;
         pl.num_outer = K - ks;
+        const int64_t tuples = sweep::ordered_tuples(K, n, sweep::kMaxOrdered);
+        if (ks > sweep::kMaxSystem || K - ks > sweep::kMaxSystem || tuples > sweep::kMaxOrdered) {
+            prepare_wor_race(pl, p, q, V, n, sup, ks);
+            // The full-vocabulary route is exact only when its greedy parts meet no event (see
+            // prepare_wor_race); "optimal" means optimal, so a row it does not certify is refused.
+            if (pl.alpha_star - pl.alpha_plan > kCertifyTol)
+                throw std::domain_error(
+                    "scheme: 'optimal' for 'wor' drafts at this support size (" + std::to_string(ks) +
+                    " tokens in H*, " + std::to_string(K - ks) + " outside) reaches acceptance " +
+                    std::to_string(pl.alpha_plan) + ", below alpha*_wor = " + std::to_string(pl.alpha_star) +
+                    " by " + fmt_g(pl.alpha_star - pl.alpha_plan) +
+                    ": its greedy parts met a tight-set event they do not handle (exact-matching rows); "
+                    "refused rather than called optimal (docs/research/OPTIMAL_WOR.md)");
+            return pl;
+        }
         const auto law = sweep::wor_set_law(q, sup, n);
         sweep::SystemSets outer, inner;
         for (int64_t k = ks; k < K; ++k) outer.sys_tok.push_back(sup[k]);
@@ -432,27 +440,7 @@ struct Optimal {
         const auto chA = sweep::outer(outer, p, static_cast<int>(K - ks), s1);
         const auto chH = sweep::inner(inner, p, static_cast<int>(ks), s2);
         pl.sweep_steps = s1 + s2;
-        // CSR by token, chunks in sweep order within each system.
-        pl.cptr.assign(V + 1, 0);
-        for (const auto& c : chA) ++pl.cptr[c.tok + 1];
-        for (const auto& c : chH) ++pl.cptr[c.tok + 1];
-        for (int64_t y = 0; y < V; ++y) pl.cptr[y + 1] += pl.cptr[y];
-        pl.cidx.resize(pl.cptr[V]);
-        pl.ccum.resize(pl.cptr[V]);
-        {
-            std::vector<int64_t> fill(pl.cptr.begin(), pl.cptr.end() - 1);
-            std::vector<double> run(V, 0.0);
-            auto put = [&](const std::vector<sweep::Chunk>& ch) {
-                for (std::size_t i = 0; i < ch.size(); ++i) {
-                    const int32_t y = ch[i].tok;
-                    run[y] += ch[i].mass;
-                    pl.cidx[fill[y]] = static_cast<int64_t>(i);
-                    pl.ccum[fill[y]++] = run[y];
-                }
-            };
-            put(chA);
-            put(chH);
-        }
+        store_chunks(pl, chA, chH);
         // Loads from the stored chunks, by enumeration of the draft sets (exact given the chunks).
         std::vector<double> won(V, 0.0);
         {
@@ -468,6 +456,243 @@ struct Optimal {
                 for (std::size_t j = 0; j < toks.size(); ++j) won[toks[j]] += pr * sel[j];
             }
         }
+        finish_wor(pl, p, won);
+        return pl;
+    }
+
+    // Full vocabulary (sweep::race); every load is computed (quadrature, ~1e-15 against
+    // enumeration), so the plan is lossless and its acceptance is the accepted mass it really has.
+    // Outer: rounds of safe moves -- every A-token with rho = p / w >= 1 is laid whole at the top
+    // (its load w stays <= p, and laying it only raises the others' rho) -- until none is left; the
+    // remaining core (every rho < 1) then runs the exact subset sweep at the bottom, on the law of
+    // S ∩ core among the sets that hold no token laid above. Exact whenever the core has at most
+    // kMaxSystem tokens; otherwise the core is laid whole by rho and any excess load is cut by the
+    // coin. Inner: the kHead neediest tokens (largest rho) run the exact sweep on the law of
+    // S ∩ head, laid above the tail; each tail token is then laid, by descending rho, until it has
+    // won exactly p (or whole, with a deficit, if it cannot). Reaching alpha* is therefore
+    // certified per row (alpha_plan vs alpha_star), not assumed; docs/research/OPTIMAL_WOR.md.
+    static constexpr int kHead = 8;
+    static constexpr int kMaxRounds = 64;
+    static constexpr double kCertifyTol = 1e-9;  // alpha* - acceptance accepted as "optimal"
+    static std::string fmt_g(double x) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%.3g", x);
+        return buf;
+    }
+
+    // Law of S ∩ core over the masks of `core` (nonempty masks only), the other tokens entering
+    // through `base` with their weights: marked race pairs over 2^|core| masks.
+    static sweep::SystemSets core_law(const sweep::race::Grid& gr, const double* q, const std::vector<int32_t>& core,
+                                      const sweep::race::Pair& base) {
+        namespace R = sweep::race;
+        const int64_t G = gr.G, m = static_cast<int64_t>(core.size());
+        const int n = gr.n;
+        std::vector<double> e(G), b(G);
+        const uint32_t NM = 1u << m;
+        std::vector<R::Pair> mk(NM);
+        for (auto& x : mk) { x.unit(n, G); std::fill(x.Pi.begin(), x.Pi.end(), 0.0); }
+        mk[0] = base;
+        for (int64_t i = 0; i < m; ++i) {
+            const uint32_t bit = 1u << i;
+            gr.factors(q[core[i]], e.data(), b.data());
+            const double qi = q[core[i]];
+            for (uint32_t M = 0; M < NM; ++M) {
+                if (M & bit) continue;
+                R::Pair& src = mk[M];
+                R::Pair& dst = mk[M | bit];  // zero so far: core[i] not yet added
+                for (int c = 0; c < n; ++c)
+                    for (int64_t g = 0; g < G; ++g) {
+                        const std::size_t at = static_cast<std::size_t>(c) * G + g;
+                        double dd = qi * e[g] * src.Pi[at];  // core[i] is the n-th draft
+                        double pp = 0.0;
+                        if (c) {
+                            const std::size_t bm = static_cast<std::size_t>(c - 1) * G + g;
+                            dd += b[g] * src.D[bm];
+                            pp += b[g] * src.Pi[bm];
+                        }
+                        dst.D[at] = dd;
+                        dst.Pi[at] = pp;
+                    }
+                for (std::size_t at = 0; at < src.Pi.size(); ++at) {
+                    const double eg = e[at % G];
+                    src.Pi[at] *= eg;
+                    src.D[at] *= eg;
+                }
+            }
+        }
+        sweep::SystemSets out;
+        out.sys_tok = core;
+        for (uint32_t M = 1; M < NM; ++M) {
+            double pr = 0.0;
+            const double* Dn = mk[M].D.data() + static_cast<std::size_t>(n - 1) * G;
+            for (int64_t g = 0; g < G; ++g) pr += gr.wt[g] * Dn[g];
+            if (pr > 0.0) { out.mask.push_back(M); out.prob.push_back(pr); }
+        }
+        return out;
+    }
+
+    // Loads of a chunk list over a mask law (sets of one system, local token indices).
+    static void core_loads(const sweep::SystemSets& S, const std::vector<sweep::Chunk>& ch, std::vector<double>& won) {
+        const int64_t m = static_cast<int64_t>(S.sys_tok.size());
+        std::vector<int64_t> local(ch.size());
+        for (std::size_t c = 0; c < ch.size(); ++c) {
+            int64_t i = 0;
+            while (S.sys_tok[i] != ch[c].tok) ++i;
+            local[c] = i;
+        }
+        std::vector<double> lay(m), sel(m);
+        for (std::size_t s = 0; s < S.mask.size(); ++s) {
+            std::fill(lay.begin(), lay.end(), 0.0);
+            std::fill(sel.begin(), sel.end(), 0.0);
+            const uint32_t M = S.mask[s];
+            for (std::size_t c = 0; c < ch.size(); ++c) {
+                const int64_t i = local[c];
+                if (M >> i & 1u) {
+                    double x = ch[c].mass;
+                    for (int64_t j = 0; j < m; ++j)
+                        if (j != i && (M >> j & 1u)) x *= std::max(0.0, 1.0 - lay[j]);
+                    sel[i] += x;
+                }
+                lay[i] += ch[c].mass;
+            }
+            for (int64_t i = 0; i < m; ++i) won[S.sys_tok[i]] += S.prob[s] * sel[i];
+        }
+    }
+
+    static void prepare_wor_race(Plan& pl, const double* p, const double* q, int64_t V, int n,
+                                 const std::vector<int32_t>& sup, int64_t ks) {
+        namespace R = sweep::race;
+        if (n > 64)
+            throw TooLarge("n: 'optimal' for 'wor' drafts on large supports handles n <= 64, got " + std::to_string(n));
+        double qmin = 1.0, qA = 0.0;
+        for (int32_t y : sup) qmin = std::min(qmin, q[y]);
+        const std::vector<int32_t> Hs(sup.begin(), sup.begin() + ks), As(sup.begin() + ks, sup.end());
+        for (int32_t y : As) qA += q[y];
+        R::Grid gr;
+        gr.build(n, qmin);
+        const int64_t G = gr.G;
+        std::vector<double> e(G), b(G);
+        std::vector<double> won(V, 0.0), w;
+        std::vector<sweep::Chunk> chA, chH;
+        auto rho_of = [&](int32_t y, double wy) { return wy > 0.0 ? p[y] / wy : (p[y] > 0.0 ? 1e300 : 0.0); };
+        auto sorted_by_rho = [&](std::vector<int32_t> toks, const std::vector<double>& rho) {
+            std::vector<int64_t> idx(toks.size());
+            for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+            std::stable_sort(idx.begin(), idx.end(), [&](int64_t x, int64_t y) { return rho[x] > rho[y]; });
+            std::vector<int32_t> out(toks.size());
+            for (std::size_t i = 0; i < idx.size(); ++i) out[i] = toks[idx[i]];
+            return out;
+        };
+        if (!As.empty()) {  // outer: H* tokens never block (weight 1)
+            R::Pair env;
+            env.unit(n, G);
+            for (int32_t y : Hs) { gr.factors(q[y], e.data(), b.data()); env.add(e.data(), b.data(), 1.0, q[y]); }
+            std::vector<int32_t> rest = As;
+            R::pass(gr, q, rest, env, [](int64_t, double) { return 1.0; }, w);
+            std::vector<double> rho(rest.size());
+            for (int round = 0; round < kMaxRounds && !rest.empty(); ++round) {
+                for (std::size_t i = 0; i < rest.size(); ++i) rho[i] = rho_of(rest[i], w[i]);
+                std::vector<int32_t> ord = sorted_by_rho(rest, rho);
+                std::sort(rho.begin(), rho.end(), std::greater<double>());
+                std::size_t nd = 0;
+                while (nd < ord.size() && rho[nd] >= 1.0) ++nd;
+                if (nd == 0) break;
+                // one pass: the safe tokens laid whole (their loads), then the rest at weight 1 (their
+                // w for the next round)
+                R::pass(gr, q, ord, env, [nd](int64_t i, double) { return static_cast<std::size_t>(i) < nd ? 0.0 : 1.0; }, w);
+                for (std::size_t i = 0; i < nd; ++i) {
+                    chA.push_back({ord[i], 1.0});
+                    won[ord[i]] = w[i];
+                    gr.factors(q[ord[i]], e.data(), b.data());
+                    env.add(e.data(), b.data(), 0.0, q[ord[i]]);
+                }
+                rest.assign(ord.begin() + nd, ord.end());
+                w.erase(w.begin(), w.begin() + nd);
+                rho.resize(rest.size());
+            }
+            if (!rest.empty() && static_cast<int64_t>(rest.size()) <= sweep::kMaxSystem) {
+                const sweep::SystemSets S = core_law(gr, q, rest, env);
+                int64_t steps = 0;
+                const auto ch = sweep::outer(S, p, static_cast<int>(rest.size()), steps);
+                pl.sweep_steps += steps;
+                core_loads(S, ch, won);
+                chA.insert(chA.end(), ch.begin(), ch.end());
+            } else if (!rest.empty()) {  // core too large for the subset sweep: laid whole by rho
+                for (std::size_t i = 0; i < rest.size(); ++i) rho[i] = rho_of(rest[i], w[i]);
+                rest = sorted_by_rho(rest, rho);
+                R::pass(gr, q, rest, env, [](int64_t, double) { return 0.0; }, w);
+                for (std::size_t i = 0; i < rest.size(); ++i) { chA.push_back({rest[i], 1.0}); won[rest[i]] = w[i]; }
+            }
+        }
+        if (!Hs.empty()) {  // inner: A-tokens end the system (weight 0: the factor e^{-q(A) t})
+            R::Pair base;
+            base.unit(n, G);
+            std::vector<double> sc(G);
+            for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qA * gr.t[g]);
+            base.scale(sc.data());
+            R::pass(gr, q, Hs, base, [](int64_t, double) { return 1.0; }, w);
+            std::vector<double> rho(Hs.size());
+            for (std::size_t i = 0; i < Hs.size(); ++i) rho[i] = rho_of(Hs[i], w[i]);
+            const std::vector<int32_t> ord = sorted_by_rho(Hs, rho);
+            int64_t m = 0;
+            while (m < static_cast<int64_t>(ord.size()) && m < kHead && p[ord[m]] > 0.0) ++m;
+            const std::vector<int32_t> head(ord.begin(), ord.begin() + m), tail(ord.begin() + m, ord.end());
+            R::Pair env = base;
+            if (m > 0) {
+                R::Pair bt = base;  // the tail below the head: weight 1 while the head is laid
+                for (int32_t y : tail) { gr.factors(q[y], e.data(), b.data()); bt.add(e.data(), b.data(), 1.0, q[y]); }
+                const sweep::SystemSets S = core_law(gr, q, head, bt);
+                int64_t steps = 0;
+                chH = sweep::inner(S, p, static_cast<int>(m), steps);
+                pl.sweep_steps += steps;
+                core_loads(S, chH, won);
+                std::vector<double> hgt(V, 1.0);
+                for (const auto& c : chH) hgt[c.tok] -= c.mass;
+                for (int32_t y : head) {
+                    gr.factors(q[y], e.data(), b.data());
+                    env.add(e.data(), b.data(), std::max(0.0, hgt[y]), q[y]);
+                }
+            }
+            R::pass(gr, q, tail, env, [&](int64_t i, double wi) {
+                const int32_t y = tail[i];
+                if (!(p[y] > 0.0) || !(wi > 0.0)) return 1.0;  // never laid: every draw lands below reject
+                const double d = p[y] / wi;
+                if (d >= 1.0) { won[y] = wi; chH.push_back({y, 1.0}); return 0.0; }
+                won[y] = p[y];
+                chH.push_back({y, d});
+                return 1.0 - d;
+            }, w);
+        }
+        store_chunks(pl, chA, chH);
+        finish_wor(pl, p, won);
+    }
+
+    // CSR by token, chunks in sweep order within each system.
+    static void store_chunks(Plan& pl, const std::vector<sweep::Chunk>& chA, const std::vector<sweep::Chunk>& chH) {
+        const int64_t V = pl.V;
+        pl.cptr.assign(V + 1, 0);
+        for (const auto& c : chA) ++pl.cptr[c.tok + 1];
+        for (const auto& c : chH) ++pl.cptr[c.tok + 1];
+        for (int64_t y = 0; y < V; ++y) pl.cptr[y + 1] += pl.cptr[y];
+        pl.cidx.resize(pl.cptr[V]);
+        pl.ccum.resize(pl.cptr[V]);
+        std::vector<int64_t> fill(pl.cptr.begin(), pl.cptr.end() - 1);
+        std::vector<double> run(V, 0.0);
+        auto put = [&](const std::vector<sweep::Chunk>& ch) {
+            for (std::size_t i = 0; i < ch.size(); ++i) {
+                const int32_t y = ch[i].tok;
+                run[y] += ch[i].mass;
+                pl.cidx[fill[y]] = static_cast<int64_t>(i);
+                pl.ccum[fill[y]++] = run[y];
+            }
+        };
+        put(chA);
+        put(chH);
+    }
+
+    // Coins min(1, p / won), accepted mass a = won * coin, residual p - a (THEORY §2.3).
+    static void finish_wor(Plan& pl, const double* p, const std::vector<double>& won) {
+        const int64_t V = pl.V;
         pl.coin.assign(V, 0.0);
         pl.a.assign(V, 0.0);
         std::vector<double> r(V);
@@ -480,7 +705,6 @@ struct Optimal {
         }
         pl.alpha_plan = std::min(1.0, acc);
         pl.res.build(r.data(), V);
-        return pl;
     }
 
     // Win probabilities of m distinct drafted tokens of one system under the chunk race: walk

@@ -272,4 +272,156 @@ inline std::vector<Chunk> inner(const SystemSets& S, const double* p, int k, int
     return chunks;
 }
 
+
+// ---------------------------------------------------------------------------------------------
+// Full vocabulary: the same race with an exponential-race oracle (docs/research/OPTIMAL_WOR.md).
+//
+// Without-replacement drafts are the n earliest of independent clocks E_j ~ Exp(q_j), so for token
+// weights h (h = 1 - u: the share of a token's level mass not laid above the current level)
+//     E[prod_{j in S} h_j] = int_0^inf sum_z h_z q_z e_z(t) [x^{n-1}] prod_{j != z} (e_j + x h_j b_j) dt,
+// e_j = exp(-q_j t), b_j = 1 - e_j. A product of token factors is kept as a pair (Pi, D): Pi =
+// prod f_j, D = sum_z c_z prod_{j != z} f_j with c_z = h_z q_z e_z (the n-th draft). Then
+//     w_y = E[1{y in S} prod_{S \ y} h] = int q_y e_y [x^{n-1}] Pi_{-y} + b_y [x^{n-2}] D_{-y} dt,
+// with Pi_{-y}, D_{-y} the pair of every other token, O(n) per node from a prefix pair and a suffix
+// pair (no division). Tokens outside the system enter as factors e_j (weight 0: a draft there
+// leaves the system) or e_j + x b_j (weight 1). Integration: trapezoid in ln t, 3 nodes per
+// doubling (t_{g+3} = 2 t_g, so e and b follow by squaring), ~1e-11 absolute against enumeration.
+namespace race {
+
+struct Grid {
+    int n = 2;
+    int64_t G = 0;
+    std::vector<double> t, wt;  // nodes and trapezoid weights h t_g
+    void build(int n_, double qmin) {
+        n = n_;
+        const double t_lo = 1e-9, t_hi = 60.0 / qmin;
+        G = static_cast<int64_t>(std::ceil(3.0 * std::log2(t_hi / t_lo))) + 1;
+        t.resize(G);
+        wt.resize(G);
+        const double h = std::log(2.0) / 3.0;
+        for (int64_t g = 0; g < G; ++g) {
+            t[g] = t_lo * std::exp2(static_cast<double>(g) / 3.0);
+            wt[g] = h * t[g];
+        }
+    }
+    // e_g = exp(-x t_g), b_g = 1 - e_g
+    void factors(double x, double* e, double* b) const {
+        for (int64_t g = 0; g < G; ++g) {
+            if (g < 3 || b[g - 3] < 0.5) {
+                if (g < 3) { b[g] = -std::expm1(-x * t[g]); e[g] = 1.0 - b[g] > 0.5 ? 1.0 - b[g] : std::exp(-x * t[g]); }
+                else { const double bb = b[g - 3]; b[g] = bb * (2.0 - bb); e[g] = 1.0 - b[g]; }
+            } else {
+                e[g] = e[g - 3] * e[g - 3];
+                b[g] = 1.0 - e[g];
+            }
+        }
+    }
+};
+
+// (Pi, D) on the grid, coefficients of x^0 .. x^{n-1}, laid out [c][g].
+struct Pair {
+    int n = 0;
+    int64_t G = 0;
+    std::vector<double> Pi, D;
+    void unit(int n_, int64_t G_) {
+        n = n_;
+        G = G_;
+        Pi.assign(static_cast<std::size_t>(n) * G, 0.0);
+        D.assign(static_cast<std::size_t>(n) * G, 0.0);
+        std::fill(Pi.begin(), Pi.begin() + G, 1.0);
+    }
+    // times a token factor e + x h b with seed h q e
+    void add(const double* e, const double* b, double h, double q) {
+        for (int c = n - 1; c >= 0; --c) {
+            double* Pc = Pi.data() + static_cast<std::size_t>(c) * G;
+            double* Dc = D.data() + static_cast<std::size_t>(c) * G;
+            const double* Pm = c ? Pi.data() + static_cast<std::size_t>(c - 1) * G : nullptr;
+            const double* Dm = c ? D.data() + static_cast<std::size_t>(c - 1) * G : nullptr;
+            for (int64_t g = 0; g < G; ++g) {
+                double dn = Dc[g] * e[g] + h * q * e[g] * Pc[g];
+                double pn = Pc[g] * e[g];
+                if (c) { dn += Dm[g] * h * b[g]; pn += Pm[g] * h * b[g]; }
+                Dc[g] = dn;
+                Pc[g] = pn;
+            }
+        }
+    }
+    void scale(const double* s) {
+        for (int c = 0; c < n; ++c)
+            for (int64_t g = 0; g < G; ++g) {
+                Pi[static_cast<std::size_t>(c) * G + g] *= s[g];
+                D[static_cast<std::size_t>(c) * G + g] *= s[g];
+            }
+    }
+};
+
+// w_y from the pair of the tokens before y (a) and after it (b): Pi_{-y} = a.Pi b.Pi,
+// D_{-y} = a.D b.Pi + a.Pi b.D (only the coefficients n-1 and n-2 are needed).
+inline double w_of(const Grid& gr, const Pair& a, const Pair& b, const double* e, const double* bb, double qy) {
+    const int n = gr.n;
+    const int64_t G = gr.G;
+    double acc = 0.0;
+    for (int64_t g = 0; g < G; ++g) {
+        double pi = 0.0, d = 0.0;
+        for (int i = 0; i < n; ++i) {
+            const std::size_t ai = static_cast<std::size_t>(i) * G + g;
+            const std::size_t bi = static_cast<std::size_t>(n - 1 - i) * G + g;
+            pi += a.Pi[ai] * b.Pi[bi];
+            if (i <= n - 2) {
+                const std::size_t bj = static_cast<std::size_t>(n - 2 - i) * G + g;
+                d += a.D[ai] * b.Pi[bj] + a.Pi[ai] * b.D[bj];
+            }
+        }
+        acc += gr.wt[g] * (qy * e[g] * pi + bb[g] * d);
+    }
+    return acc;
+}
+
+// Sweep of `toks` in the given order over an environment `base` (every token outside `toks`):
+// token i is laid, given the tokens before it at their final weights (prefix) and those after it at
+// weight 1 (suffix, rebuilt per block of kBlock from checkpoints). `lay(i, w)` returns the token's
+// final weight 1 - u; w_out[i] receives its w at that moment.
+constexpr int64_t kBlock = 128;
+
+template <class Lay>
+inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
+                 std::vector<double>& w_out) {
+    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
+    const int n = gr.n;
+    std::vector<double> e(G), b(G);
+    const int64_t nb = (k + kBlock - 1) / kBlock;
+    std::vector<Pair> check(nb + 1);  // check[c]: suffix pair of tokens [c * kBlock, k) at weight 1
+    Pair s;
+    s.unit(n, G);
+    check[nb] = s;
+    for (int64_t c = nb - 1; c >= 0; --c) {
+        for (int64_t i = std::min(k, (c + 1) * kBlock) - 1; i >= c * kBlock; --i) {
+            gr.factors(q[toks[i]], e.data(), b.data());
+            s.add(e.data(), b.data(), 1.0, q[toks[i]]);
+        }
+        check[c] = s;
+    }
+    w_out.assign(k, 0.0);
+    Pair pre = base;
+    std::vector<Pair> inside;
+    for (int64_t c = 0; c < nb; ++c) {
+        const int64_t lo = c * kBlock, hi = std::min(k, lo + kBlock);
+        inside.assign(hi - lo + 1, Pair());
+        inside[hi - lo] = check[c + 1];
+        for (int64_t i = hi - 1; i > lo; --i) {
+            inside[i - lo] = inside[i - lo + 1];
+            gr.factors(q[toks[i]], e.data(), b.data());
+            inside[i - lo].add(e.data(), b.data(), 1.0, q[toks[i]]);
+        }
+        for (int64_t i = lo; i < hi; ++i) {
+            gr.factors(q[toks[i]], e.data(), b.data());
+            const double w = w_of(gr, pre, inside[i - lo + 1], e.data(), b.data(), q[toks[i]]);
+            w_out[i] = w;
+            const double h = lay(i, w);
+            pre.add(e.data(), b.data(), h, q[toks[i]]);
+        }
+    }
+}
+
+}  // namespace race
 }  // namespace mdsd::verif::sweep
