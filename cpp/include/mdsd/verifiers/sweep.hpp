@@ -1,6 +1,7 @@
 // The tight-set sweep: an exact optimal verifier for without-replacement drafts (THEORY §2.3, §3,
-// §8.10), for supports small enough to enumerate the draft sets and the token subsets of each
-// system. Used by "optimal" (optimal.hpp) for scheme "wor".
+// §8.10), on supports small enough to enumerate the draft sets and the token subsets of each
+// system, plus the exponential-race oracle (namespace race) the full-vocabulary route builds on.
+// Used by "optimal" (optimal.hpp) for scheme "wor".
 //
 // As for i.i.d. drafts, the certificate H* splits every optimal plan into an outer system (a set
 // with a draft in A = supp q \ H* outputs one of its A-drafts, with load a(y) <= p(y)) and an inner
@@ -33,9 +34,10 @@
 // Floating point: slacks within kTol of 0 count as tight; a chunk never exceeds the token's
 // remaining mass; the reported loads are recomputed from the stored chunks by enumeration, so the
 // residual (THEORY §2.3) absorbs every rounding and the verifier is lossless in every case.
-// Cost: O(steps * (sets * n + k 2^k)) per system with k <= kMaxSystem tokens; the scalable route
-// (exponential-race evaluation of w and of the slacks of ratio-ordered prefixes) is issue 8's open
-// part.
+// Cost: O(steps * (sets * n + k 2^k)) per system with k <= kMaxSystem tokens. Larger supports:
+// namespace race below evaluates w and set laws by the exponential-race identity; the route built
+// on it (Optimal::prepare_wor_race) runs this exact sweep only on a small head/core and is certified
+// per row (docs/research/OPTIMAL_WOR.md).
 #pragma once
 
 #include <algorithm>
