@@ -185,20 +185,17 @@ def test_chi2_dataset_row(shipped) -> None:
     _chi2_run(p[r] / p[r].sum(), q[r] / q[r].sum(), 4, 20260811)
 
 
-def test_sampler_matches_exact_law() -> None:
-    # The sampler draws level pieces directly; the law calculator follows the race's chain of
-    # tests. Per tuple, 200,000 verifications must match the exact conditional law (chi-square).
-    rng = np.random.default_rng(11)
+def _sampler_matches_law(cases, scheme: str, m: int, seed: int) -> int:
+    """Per case, one random tuple verified m times must match the exact conditional law (chi-square).
+    Returns how many cases had at least two outputs to test."""
+    rng = np.random.default_rng(seed)
     checked = 0
-    for _ in range(80):
-        V = int(rng.integers(3, 8))
-        n = int(rng.integers(2, 5))
-        p, q = random_case(rng, V)
-        batch, _ = _prepare("optimal", p, q, n, "iid", None)
-        tl = list(tuple_law(q, n, "iid"))
+    for p, q, n in cases:
+        V = len(p)
+        batch, _ = _prepare("optimal", p, q, n, scheme, None)
+        tl = list(tuple_law(q, n, scheme))
         t = np.array(tl[int(rng.integers(len(tl)))][0], dtype=np.int64)
         law = batch.law(t[None, :])[0]
-        m = 200_000
         tok, _ = batch.verify(np.repeat(t[None, :], m, axis=0), int(rng.integers(1 << 30)), 0)
         counts = np.bincount(tok, minlength=V)
         assert counts[law == 0].sum() == 0
@@ -208,7 +205,19 @@ def test_sampler_matches_exact_law() -> None:
         stat = float((((counts - m * law) ** 2)[keep] / (m * law[keep])).sum())
         assert chi2_sf(stat, int(keep.sum()) - 1) > LEVEL, (p, q, n, t, law, counts)
         checked += 1
-    assert checked >= 20
+    return checked
+
+
+def test_sampler_matches_exact_law() -> None:
+    # The sampler draws level pieces directly; the law calculator follows the race's chain of tests.
+    rng = np.random.default_rng(11)
+    cases = []
+    for _ in range(80):
+        V = int(rng.integers(3, 8))
+        n = int(rng.integers(2, 5))
+        p, q = random_case(rng, V)
+        cases.append((p, q, n))
+    assert _sampler_matches_law(cases, "iid", 200_000, 11) >= 20
 
 
 def test_prepare_once_verify_many() -> None:
@@ -397,22 +406,4 @@ def test_chi2_wor() -> None:
 
 def test_sampler_matches_exact_law_wor() -> None:
     # The sampler draws chunks directly; the law calculator merges the chunks of the drafted tokens.
-    rng = np.random.default_rng(12)
-    checked = 0
-    for p, q, n in _wor_cases(60, 1200):
-        V = len(p)
-        batch, _ = _prepare("optimal", p, q, n, "wor", None)
-        tl = list(tuple_law(q, n, "wor"))
-        t = np.array(tl[int(rng.integers(len(tl)))][0], dtype=np.int64)
-        law = batch.law(t[None, :])[0]
-        m = 100_000
-        tok, _ = batch.verify(np.repeat(t[None, :], m, axis=0), int(rng.integers(1 << 30)), 0)
-        counts = np.bincount(tok, minlength=V)
-        assert counts[law == 0].sum() == 0
-        keep = law * m >= 5
-        if keep.sum() < 2:
-            continue
-        stat = float((((counts - m * law) ** 2)[keep] / (m * law[keep])).sum())
-        assert chi2_sf(stat, int(keep.sum()) - 1) > LEVEL, (p, q, n, t, law, counts)
-        checked += 1
-    assert checked >= 20
+    assert _sampler_matches_law(_wor_cases(60, 1200), "wor", 100_000, 12) >= 20

@@ -534,28 +534,25 @@ struct Optimal {
     // Loads of a chunk list over a mask law (sets of one system, local token indices).
     static void core_loads(const sweep::SystemSets& S, const std::vector<sweep::Chunk>& ch, std::vector<double>& won) {
         const int64_t m = static_cast<int64_t>(S.sys_tok.size());
-        std::vector<int64_t> local(ch.size());
+        std::vector<int> local(ch.size());
         for (std::size_t c = 0; c < ch.size(); ++c) {
-            int64_t i = 0;
+            int i = 0;
             while (S.sys_tok[i] != ch[c].tok) ++i;
             local[c] = i;
         }
-        std::vector<double> lay(m), sel(m);
+        std::vector<RaceChunk> refs;
+        std::vector<double> sel(m);
+        std::vector<int> pos(m);
         for (std::size_t s = 0; s < S.mask.size(); ++s) {
-            std::fill(lay.begin(), lay.end(), 0.0);
-            std::fill(sel.begin(), sel.end(), 0.0);
             const uint32_t M = S.mask[s];
-            for (std::size_t c = 0; c < ch.size(); ++c) {
-                const int64_t i = local[c];
-                if (M >> i & 1u) {
-                    double x = ch[c].mass;
-                    for (int64_t j = 0; j < m; ++j)
-                        if (j != i && (M >> j & 1u)) x *= std::max(0.0, 1.0 - lay[j]);
-                    sel[i] += x;
-                }
-                lay[i] += ch[c].mass;
-            }
-            for (int64_t i = 0; i < m; ++i) won[S.sys_tok[i]] += S.prob[s] * sel[i];
+            int md = 0;
+            for (int64_t i = 0; i < m; ++i) pos[i] = (M >> i & 1u) ? md++ : -1;
+            refs.clear();
+            for (std::size_t c = 0; c < ch.size(); ++c)
+                if (pos[local[c]] >= 0) refs.push_back({static_cast<int64_t>(c), pos[local[c]], ch[c].mass});
+            race_sel(refs, md, sel.data());
+            for (int64_t i = 0; i < m; ++i)
+                if (pos[i] >= 0) won[S.sys_tok[i]] += S.prob[s] * sel[pos[i]];
         }
     }
 
@@ -711,22 +708,28 @@ struct Optimal {
     // their chunks in sweep order; a chunk of token k at that point wins with its mass times the
     // probability that every other drafted token lies below it (1 - its mass laid so far).
     static void sweep_win_probs(const Plan& pl, const int32_t* toks, int m, double* sel) {
-        struct Ref { int64_t idx; int k; double mass; };
-        std::vector<Ref> refs;
+        std::vector<RaceChunk> refs;
         for (int k = 0; k < m; ++k) {
-            sel[k] = 0.0;
             double prev = 0.0;
             for (int64_t e = pl.cptr[toks[k]]; e < pl.cptr[toks[k] + 1]; ++e) {
                 refs.push_back({pl.cidx[e], k, pl.ccum[e] - prev});
                 prev = pl.ccum[e];
             }
         }
-        std::sort(refs.begin(), refs.end(), [](const Ref& u, const Ref& v) { return u.idx < v.idx; });
+        std::sort(refs.begin(), refs.end(), [](const RaceChunk& u, const RaceChunk& v) { return u.idx < v.idx; });
+        race_sel(refs, m, sel);
+    }
+
+    // The chunk race itself: chunks of m drafted tokens in sweep order; a chunk wins with its mass
+    // times the probability that every other drafted token lies below it (1 - its mass laid so far).
+    struct RaceChunk { int64_t idx; int k; double mass; };
+    static void race_sel(const std::vector<RaceChunk>& refs, int m, double* sel) {
         double laid[64] = {0.0};
         std::vector<double> big;
         double* L = laid;
         if (m > 64) { big.assign(m, 0.0); L = big.data(); }
-        for (const Ref& rf : refs) {
+        std::fill(sel, sel + m, 0.0);
+        for (const RaceChunk& rf : refs) {
             double x = rf.mass;
             for (int j = 0; j < m; ++j)
                 if (j != rf.k) x *= std::max(0.0, 1.0 - L[j]);
@@ -738,9 +741,8 @@ struct Optimal {
     // Sampler for "wor": every drafted token of the system draws a chunk (or, inner, a level below
     // all of its chunks), the earliest chunk in the sweep wins, then the winner's coin.
     static void sweep_walk(const Plan& pl, const int32_t* t, SampleVisitor& vis) {
-        bool outer = false;
-        for (int k = 0; k < pl.n; ++k) outer |= pl.side[t[k]] == 2;
-        const uint8_t want = outer ? 2 : 1;
+        const uint8_t want = system_of(pl, t);
+        const bool outer = want == 2;
         int64_t best = std::numeric_limits<int64_t>::max();
         int32_t win = -1;
         for (int k = 0; k < pl.n; ++k) {
@@ -762,9 +764,7 @@ struct Optimal {
     }
 
     static void sweep_walk(const Plan& pl, const int32_t* t, LawVisitor& vis) {
-        bool outer = false;
-        for (int k = 0; k < pl.n; ++k) outer |= pl.side[t[k]] == 2;
-        const uint8_t want = outer ? 2 : 1;
+        const uint8_t want = system_of(pl, t);
         std::vector<int32_t> toks;
         for (int k = 0; k < pl.n; ++k)
             if (pl.side[t[k]] == want) toks.push_back(t[k]);
@@ -820,11 +820,16 @@ struct Optimal {
     }
 
     // Distinct drafts of the tuple in the system that handles it: outer if any draft is in A.
+    // The system that handles the tuple: outer (2) if any draft lies outside H*, else inner (1).
+    static uint8_t system_of(const Plan& pl, const int32_t* t) {
+        for (int k = 0; k < pl.n; ++k)
+            if (pl.side[t[k]] == 2) return 2;
+        return 1;
+    }
+
     static int group(const Plan& pl, const int32_t* t, int32_t* toks, int* cnt) {
         int m = 0;
-        bool outer = false;
-        for (int k = 0; k < pl.n; ++k) outer |= pl.side[t[k]] == 2;
-        const uint8_t want = outer ? 2 : 1;
+        const uint8_t want = system_of(pl, t);
         for (int k = 0; k < pl.n; ++k) {
             const int32_t y = t[k];
             if (pl.side[y] != want) continue;
@@ -842,9 +847,7 @@ struct Optimal {
     // then the winner's coin. O(n log pieces).
     static void walk(const Plan& pl, const int32_t* t, SampleVisitor& vis) {
         if (pl.sweep) return sweep_walk(pl, t, vis);
-        bool outer = false;
-        for (int k = 0; k < pl.n; ++k) outer |= pl.side[t[k]] == 2;
-        const uint8_t want = outer ? 2 : 1;
+        const uint8_t want = system_of(pl, t);
         double best = -1.0;
         int32_t win = -1;
         for (int k = 0; k < pl.n; ++k) {
