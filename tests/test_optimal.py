@@ -407,3 +407,19 @@ def test_chi2_wor() -> None:
 def test_sampler_matches_exact_law_wor() -> None:
     # The sampler draws chunks directly; the law calculator merges the chunks of the drafted tokens.
     assert _sampler_matches_law(_wor_cases(60, 1200), "wor", 100_000, 12) >= 20
+
+
+@pytest.mark.parametrize("n", [16, 40, 64])
+def test_wor_large_n_never_above_the_bound(n: int) -> None:
+    # Regression: the race quadrature must resolve the n-th arrival, which sharpens in ln t as n
+    # grows (3 nodes per doubling put the plan 1.3e-6 above alpha* at V = 200, n = 40).
+    rng = np.random.default_rng(n)
+    for _ in range(3):
+        p, q = rng.dirichlet(np.ones(200)), rng.dirichlet(np.ones(200))
+        star = mf.optimal_acceptance(p, q, n, "wor")
+        try:
+            got = mf.acceptance("optimal", p, q, n, scheme="wor")
+        except ValueError as e:
+            assert "refused rather than called optimal" in str(e)
+            continue
+        assert abs(got - star) <= 1e-9, (n, got, star)

@@ -473,6 +473,7 @@ struct Optimal {
     // certified per row (alpha_plan vs alpha_star), not assumed; docs/research/OPTIMAL_WOR.md.
     static constexpr int kHead = 8;
     static constexpr int kMaxRounds = 64;
+    static constexpr int64_t kLawBytes = int64_t{256} << 20;  // marked law tables (core_law)
     static constexpr double kCertifyTol = 1e-9;  // alpha* - acceptance accepted as "optimal"
     static std::string fmt_g(double x) {
         char buf[32];
@@ -568,6 +569,11 @@ struct Optimal {
         R::Grid gr;
         gr.build(n, qmin);
         const int64_t G = gr.G;
+        // Marked law tables hold 2^m pairs of n x G doubles: keep them under kLawBytes.
+        int64_t m_max = 0;
+        while (m_max < sweep::kMaxSystem &&
+               (int64_t{2} << m_max) * n * G * 2 * static_cast<int64_t>(sizeof(double)) <= kLawBytes)
+            ++m_max;
         std::vector<double> e(G), b(G);
         std::vector<double> won(V, 0.0), w;
         std::vector<sweep::Chunk> chA, chH;
@@ -607,7 +613,7 @@ struct Optimal {
                 w.erase(w.begin(), w.begin() + nd);
                 rho.resize(rest.size());
             }
-            if (!rest.empty() && static_cast<int64_t>(rest.size()) <= sweep::kMaxSystem) {
+            if (!rest.empty() && static_cast<int64_t>(rest.size()) <= m_max) {
                 const sweep::SystemSets S = core_law(gr, q, rest, env);
                 int64_t steps = 0;
                 const auto ch = sweep::outer(S, p, static_cast<int>(rest.size()), steps);
@@ -632,7 +638,7 @@ struct Optimal {
             for (std::size_t i = 0; i < Hs.size(); ++i) rho[i] = rho_of(Hs[i], w[i]);
             const std::vector<int32_t> ord = sorted_by_rho(Hs, rho);
             int64_t m = 0;
-            while (m < static_cast<int64_t>(ord.size()) && m < kHead && p[ord[m]] > 0.0) ++m;
+            while (m < static_cast<int64_t>(ord.size()) && m < std::min<int64_t>(kHead, m_max) && p[ord[m]] > 0.0) ++m;
             const std::vector<int32_t> head(ord.begin(), ord.begin() + m), tail(ord.begin() + m, ord.end());
             R::Pair env = base;
             if (m > 0) {
