@@ -151,15 +151,16 @@ def test_dataset_every_row_acceptance(shipped, n: int) -> None:
     assert worst < 1e-6, worst
 
 
-def _chi2_run(p: np.ndarray, q: np.ndarray, n: int, seed: int) -> None:
-    batch, _ = _prepare("optimal", p, q, n, "iid", None)
+def _chi2_run(p: np.ndarray, q: np.ndarray, n: int, seed: int, scheme: str = "iid") -> None:
+    batch, _ = _prepare("optimal", p, q, n, scheme, None)
     tokens, accepted, _ = batch.simulate(STEPS, seed, 0, False)
     pval, stat, df = chi2_pvalue(tokens[0], p)
     assert pval > LEVEL, (pval, stat, df)
     exact = float(batch.exact(mf.EXACT_BUDGET)[0])
+    assert exact == pytest.approx(mf.optimal_acceptance(p, q, n, scheme), abs=ACC_TOL)
     se = math.sqrt(exact * (1 - exact) / STEPS)
     assert abs(accepted.mean() - exact) <= 4 * se, (accepted.mean(), exact, se)
-    btokens, _, _ = batch.simulate(STEPS, seed + 1, 0, True)
+    btokens, _, _ = batch.simulate(STEPS, seed + 1, 0, True)  # rejections resampled from p: biased
     bpval, bstat, bdf = chi2_pvalue(btokens[0], p)
     assert bpval < LEVEL, (bpval, bstat, bdf)
 
@@ -365,20 +366,6 @@ def _wor_chi2_case() -> tuple[np.ndarray, np.ndarray, int]:
     raise AssertionError("no case found")
 
 
-def _wor_chi2_run(p: np.ndarray, q: np.ndarray, n: int, seed: int) -> None:
-    batch, _ = _prepare("optimal", p, q, n, "wor", None)
-    tokens, accepted, _ = batch.simulate(STEPS, seed, 0, False)
-    pval, stat, df = chi2_pvalue(tokens[0], p)
-    assert pval > LEVEL, (pval, stat, df)
-    exact = float(batch.exact(mf.EXACT_BUDGET)[0])
-    assert exact == pytest.approx(mf.optimal_acceptance(p, q, n, "wor"), abs=ACC_TOL)
-    se = math.sqrt(exact * (1 - exact) / STEPS)
-    assert abs(accepted.mean() - exact) <= 4 * se, (accepted.mean(), exact, se)
-    btokens, _, _ = batch.simulate(STEPS, seed + 1, 0, True)  # rejections resampled from p: biased
-    bpval, bstat, bdf = chi2_pvalue(btokens[0], p)
-    assert bpval < LEVEL, (bpval, bstat, bdf)
-
-
 @pytest.mark.slow
 def test_chi2_wor_full_vocabulary(shipped) -> None:
     # a certified row of the shipped dataset (V = 49,152, the full-vocabulary route), chosen like
@@ -393,7 +380,7 @@ def test_chi2_wor_full_vocabulary(shipped) -> None:
             mf.acceptance("optimal", P[r], Q[r], 4, scheme="wor")
         except ValueError:
             continue
-        _wor_chi2_run(P[r] / P[r].sum(), Q[r] / Q[r].sum(), 4, 20261201)
+        _chi2_run(P[r] / P[r].sum(), Q[r] / Q[r].sum(), 4, 20261201, "wor")
         return
     raise AssertionError("no certified row among the 20 candidates")
 
@@ -401,7 +388,7 @@ def test_chi2_wor_full_vocabulary(shipped) -> None:
 @pytest.mark.slow
 def test_chi2_wor() -> None:
     p, q, n = _wor_chi2_case()
-    _wor_chi2_run(p, q, n, 20261130)
+    _chi2_run(p, q, n, 20261130, "wor")
 
 
 def test_sampler_matches_exact_law_wor() -> None:
