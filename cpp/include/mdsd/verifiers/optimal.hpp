@@ -562,12 +562,23 @@ struct Optimal {
         namespace R = sweep::race;
         if (n > 64)
             throw TooLarge("n: 'optimal' for 'wor' drafts on large supports handles n <= 64, got " + std::to_string(n));
-        double qmin = 1.0, qA = 0.0;
-        for (int32_t y : sup) qmin = std::min(qmin, q[y]);
+        double qmin = 1.0, qA = 0.0, qsum = 0.0;
+        for (int32_t y : sup) { qmin = std::min(qmin, q[y]); qsum += q[y]; }
+        double q_np1 = 0.0;  // the (n+1)-th largest mass: where the grid may stop (race::Grid)
+        if (static_cast<int64_t>(sup.size()) > n) {
+            std::vector<double> top(n + 1, 0.0);
+            for (int32_t y : sup)
+                if (q[y] > top[n]) {
+                    int i = n;
+                    while (i > 0 && top[i - 1] < q[y]) { top[i] = top[i - 1]; --i; }
+                    top[i] = q[y];
+                }
+            q_np1 = top[n];
+        }
         const std::vector<int32_t> Hs(sup.begin(), sup.begin() + ks), As(sup.begin() + ks, sup.end());
         for (int32_t y : As) qA += q[y];
         R::Grid gr;
-        gr.build(n, qmin);
+        gr.build(n, qsum, q_np1, qmin);
         const int64_t G = gr.G;
         // Marked law tables hold 2^m pairs of n x G doubles: keep them under kLawBytes.
         int64_t m_max = 0;

@@ -295,13 +295,23 @@ struct Grid {
     int M = 3;                  // nodes per doubling (t_{g+M} = 2 t_g)
     int64_t G = 0;
     std::vector<double> t, wt;  // nodes and trapezoid weights h t_g
-    void build(int n_, double qmin) {
+    // Nodes t_lo 2^{g/M} cover where the n-th arrival can happen. Every quantity integrated here is
+    // bounded by the density of the n-th arrival times n (weights <= 1 only lower it), and
+    // sum_y w_y = n. Below t_lo, Pr[n-1 arrivals by t] <= (s t)^{n-1} / (n-1)! (s = q(supp)), so the
+    // mass cut off is <= n (s t_lo)^n / n! <= 1e-18. Above t_hi, fewer than n arrivals (among the
+    // tokens other than any one y) needs one of the n largest other clocks unrung, probability
+    // <= n e^{-q_(n+1) t} (q_(n+1): the (n+1)-th largest mass), so the cut-off mass is
+    // <= n^2 e^{-q_(n+1) t_hi} / q_(n+1) <= e^{-45}. With n or fewer tokens, t_hi = 60 / qmin.
+    void build(int n_, double qsum, double q_np1, double qmin) {
         n = n_;
         // The n-th arrival is peaked in ln t (width ~ 1/sqrt(n)): the step shrinks with it. Checked by
         // sum_y Pr[y in S] = n: error <= 1e-12 for n <= 64 (M = 3 alone gives 1e-7 at n = 16).
         M = 3 * static_cast<int>(std::ceil(std::sqrt(std::max(1.0, n / 4.0))));
-        const double t_lo = 1e-9, t_hi = 60.0 / qmin;
-        G = static_cast<int64_t>(std::ceil(M * std::log2(t_hi / t_lo))) + 1;
+        double fact = 1.0;
+        for (int j = 2; j < n; ++j) fact *= j;  // (n-1)!
+        const double t_lo = std::pow(fact * 1e-18, 1.0 / n) / qsum;
+        const double t_hi = q_np1 > 0.0 ? (std::log(static_cast<double>(n) * n / q_np1) + 45.0) / q_np1 : 60.0 / qmin;
+        G = static_cast<int64_t>(std::ceil(M * std::log2(std::max(2.0, t_hi / t_lo)))) + 1;
         t.resize(G);
         wt.resize(G);
         const double h = std::log(2.0) / M;
