@@ -151,13 +151,17 @@ def test_dataset_every_row_acceptance(shipped, n: int) -> None:
     assert worst < 1e-6, worst
 
 
-def _chi2_run(p: np.ndarray, q: np.ndarray, n: int, seed: int, scheme: str = "iid") -> None:
-    batch, _ = _prepare("optimal", p, q, n, scheme, None)
+def _chi2_run(p: np.ndarray, q: np.ndarray, n: int, seed: int, scheme: str = "iid", name: str = "optimal") -> None:
+    batch, _ = _prepare(name, p, q, n, scheme, None)
     tokens, accepted, _ = batch.simulate(STEPS, seed, 0, False)
     pval, stat, df = chi2_pvalue(tokens[0], p)
     assert pval > LEVEL, (pval, stat, df)
     exact = float(batch.exact(mf.EXACT_BUDGET)[0])
-    assert exact == pytest.approx(mf.optimal_acceptance(p, q, n, scheme), abs=ACC_TOL)
+    star = mf.optimal_acceptance(p, q, n, scheme)
+    if name == "optimal":
+        assert exact == pytest.approx(star, abs=ACC_TOL)
+    else:  # "sweep" on a row "optimal" refuses: its own exact acceptance, below the bound
+        assert exact < star - ACC_TOL, (exact, star)
     se = math.sqrt(exact * (1 - exact) / STEPS)
     assert abs(accepted.mean() - exact) <= 4 * se, (accepted.mean(), exact, se)
     btokens, _, _ = batch.simulate(STEPS, seed + 1, 0, True)  # rejections resampled from p: biased
@@ -344,13 +348,16 @@ def test_wor_large_support_certified_or_refused(shipped) -> None:
         if np.count_nonzero(q) < 4:
             continue
         star = mf.optimal_acceptance(p, q, 4, "wor")
+        kept = mf.acceptance("sweep", p, q, 4)  # the same plan, never refused
+        assert kept <= star + 1e-12, (r, kept, star)
         try:
             got = mf.acceptance("optimal", p, q, 4, scheme="wor")
         except ValueError as e:
             assert "refused rather than called optimal" in str(e) and "below alpha*_wor" in str(e)
+            assert kept < star - 1e-9, (r, kept, star)
             refused += 1
             continue
-        assert abs(got - star) <= 1e-9, (r, got, star)
+        assert abs(got - star) <= 1e-9 and got == kept, (r, got, kept, star)
         certified += 1
     assert certified >= 10 and certified > refused, (certified, refused)
 
@@ -383,6 +390,32 @@ def test_chi2_wor_full_vocabulary(shipped) -> None:
         _chi2_run(P[r] / P[r].sum(), Q[r] / Q[r].sum(), 4, 20261201, "wor")
         return
     raise AssertionError("no certified row among the 20 candidates")
+
+
+@pytest.mark.slow
+def test_chi2_sweep_uncertified_row(shipped) -> None:
+    # "sweep" keeps the plans "optimal" refuses (greedy parts that met a tight-set event): such a
+    # plan falls short of alpha*_wor but must still be lossless -- its output law exactly p.
+    ch = next(iter(shipped.iter_chunks(len(shipped))))
+    P = np.asarray(ch.p, dtype=np.float64)
+    Q = np.asarray(ch.q, dtype=np.float64)
+    a = np.asarray(mf.optimal_acceptance(P, Q, 4, "wor"))
+    eff = 1.0 / (P**2).sum(axis=1)
+    for r in np.argsort(-(a * (1 - a) * np.minimum(eff, 200)))[:40]:
+        try:
+            mf.acceptance("optimal", P[r], Q[r], 4, scheme="wor")
+        except ValueError:
+            _chi2_run(P[r] / P[r].sum(), Q[r] / Q[r].sum(), 4, 20261202, "wor", name="sweep")
+            return
+    raise AssertionError("no refused row among the 40 candidates")
+
+
+def test_sweep_equals_optimal_on_enumerable_supports() -> None:
+    # On supports the exact sweep enumerates, "sweep" is "optimal" with scheme="wor": alpha*_wor.
+    for p, q, n in _wor_cases(40, 1300):
+        star = mf.optimal_acceptance(p, q, n, "wor")
+        assert mf.acceptance("sweep", p, q, n) == pytest.approx(star, abs=1e-12)
+        assert mf.acceptance("optimal", p, q, n, scheme="wor") == mf.acceptance("sweep", p, q, n)
 
 
 @pytest.mark.slow

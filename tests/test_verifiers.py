@@ -305,8 +305,8 @@ def test_orderings() -> None:
 
 
 def test_registry() -> None:
-    # "optimal" (the full-vocabulary optimal verifier) is tested in tests/test_optimal.py
-    assert tuple(mf.verifiers) == NAMES + ("optimal",)
+    # "optimal" (the full-vocabulary optimal verifier) and "sweep" are tested in tests/test_optimal.py
+    assert tuple(mf.verifiers) == NAMES + ("optimal", "sweep")
     for name, v in mf.verifiers.items():
         assert v.name == name
         assert v.__doc__ and "Source" in v.__doc__ and "Scheme" in v.__doc__

@@ -7,7 +7,8 @@ optimal_acceptance(p, q, n, scheme="iid", *, method="auto", return_certificate=F
 solve_lp(p, q, n, scheme, *, max_sets=...)
     the flow LP over draft sets, solved by HiGHS, with its cut certificate and optimal flow.
 verifiers
-    registry of lossless verifiers: "sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp".
+    registry of lossless verifiers: "sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp",
+    "optimal", "sweep".
 acceptance(name, p, q, n, *, exact=True, samples=100_000, rng=None, scheme=None)
     a verifier's acceptance rate, exactly or by simulation.
 simulate(name, p, q, n, samples, *, rng=None, scheme=None)

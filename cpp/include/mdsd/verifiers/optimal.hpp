@@ -303,9 +303,11 @@ struct Optimal {
         std::vector<double> ccum;
     };
 
-    static Plan prepare(const double* p, const double* q, int64_t V, int n, Drafter::Kind scheme) {
+    // strict = false ("sweep"): a full-vocabulary wor plan that falls short of alpha*_wor is kept
+    // (lossless, with its exact acceptance) instead of refused.
+    static Plan prepare(const double* p, const double* q, int64_t V, int n, Drafter::Kind scheme, bool strict = true) {
         using namespace optimal_detail;
-        if (scheme == Drafter::Wor) return prepare_wor(p, q, V, n);
+        if (scheme == Drafter::Wor) return prepare_wor(p, q, V, n, strict);
         if (scheme != Drafter::Iid)
             throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor' drafts");
         Plan pl;
@@ -398,7 +400,7 @@ struct Optimal {
 
     // "wor": the tight-set sweep (sweep.hpp). Enumerable supports: exact, on the enumerated draft
     // sets of each system. Otherwise the exponential-race route (sweep::race): see prepare_wor_race.
-    static Plan prepare_wor(const double* p, const double* q, int64_t V, int n) {
+    static Plan prepare_wor(const double* p, const double* q, int64_t V, int n, bool strict = true) {
         Plan pl;
         pl.init(p, q, V, n, Drafter::Wor);
         pl.scheme = Drafter::Wor;
@@ -417,7 +419,7 @@ struct Optimal {
             prepare_wor_race(pl, p, q, V, n, sup, ks);
             // The full-vocabulary route is exact only when its greedy parts meet no event (see
             // prepare_wor_race); "optimal" means optimal, so a row it does not certify is refused.
-            if (pl.alpha_star - pl.alpha_plan > kCertifyTol)
+            if (strict && pl.alpha_star - pl.alpha_plan > kCertifyTol)
                 throw std::domain_error(
                     "scheme: 'optimal' for 'wor' drafts at this support size (" + std::to_string(ks) +
                     " tokens in H*, " + std::to_string(K - ks) + " outside) reaches acceptance " +
@@ -644,10 +646,19 @@ struct Optimal {
             std::vector<double> sc(G);
             for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qA * gr.t[g]);
             base.scale(sc.data());
-            R::pass(gr, q, Hs, base, [](int64_t, double) { return 1.0; }, w);
-            std::vector<double> rho(Hs.size());
-            for (std::size_t i = 0; i < Hs.size(); ++i) rho[i] = rho_of(Hs[i], w[i]);
-            const std::vector<int32_t> ord = sorted_by_rho(Hs, rho);
+            // Tokens with p = 0 are never laid (weight 1 throughout): folded into the base once
+            // instead of being swept by every pass (up to half of an LLM row's support).
+            std::vector<int32_t> Hp;
+            Hp.reserve(Hs.size());
+            for (int32_t y : Hs) {
+                if (p[y] > 0.0) { Hp.push_back(y); continue; }
+                gr.factors(q[y], e.data(), b.data());
+                base.add(e.data(), b.data(), 1.0, q[y]);
+            }
+            R::pass(gr, q, Hp, base, [](int64_t, double) { return 1.0; }, w);
+            std::vector<double> rho(Hp.size());
+            for (std::size_t i = 0; i < Hp.size(); ++i) rho[i] = rho_of(Hp[i], w[i]);
+            const std::vector<int32_t> ord = sorted_by_rho(Hp, rho);
             int64_t m = 0;
             while (m < static_cast<int64_t>(ord.size()) && m < std::min<int64_t>(kHead, m_max) && p[ord[m]] > 0.0) ++m;
             const std::vector<int32_t> head(ord.begin(), ord.begin() + m), tail(ord.begin() + m, ord.end());

@@ -1,7 +1,7 @@
 // The verifier registry: one prepared plan per batch row behind a small virtual interface, so
 // the binding can loop over rows and sample blocks without knowing which verifier it runs.
 // Names are a contract with the Python layer: "sd", "rrs", "rrs-wor", "kseq", "spechub",
-// "greedy", "optimal-lp", "optimal".
+// "greedy", "optimal-lp", "optimal", "sweep".
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@
 
 namespace mdsd::verif {
 
-enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, OptimalLp, Optimal };
+enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, OptimalLp, Optimal, Sweep };
 
 inline Kind parse_kind(const std::string& s) {
     if (s == "sd") return Kind::Sd;
@@ -33,6 +33,7 @@ inline Kind parse_kind(const std::string& s) {
     if (s == "greedy") return Kind::Greedy;
     if (s == "optimal-lp") return Kind::OptimalLp;
     if (s == "optimal") return Kind::Optimal;
+    if (s == "sweep") return Kind::Sweep;
     throw std::invalid_argument("name: unknown verifier '" + s + "'");
 }
 
@@ -113,7 +114,7 @@ class Row final : public RowBase {
     typename U::Plan plan_;
 };
 
-// Prepares one row. `scheme` is used by "optimal-lp" and "optimal", `lp` by "optimal-lp" only.
+// Prepares one row. `scheme` is used by "optimal-lp", "optimal" and "sweep", `lp` by "optimal-lp" only.
 inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const double* q, int64_t V, int n,
                                             Drafter::Kind scheme, const LpFlow* lp) {
     switch (kind) {
@@ -131,6 +132,9 @@ inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const do
             if (scheme != Drafter::Iid && scheme != Drafter::Wor)
                 throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor'");
             return std::make_unique<Row<Optimal>>(Optimal::prepare(p, q, V, n, scheme));
+        case Kind::Sweep:  // the wor construction of "optimal", kept where it is not certified optimal
+            if (scheme != Drafter::Wor) throw std::invalid_argument("scheme: 'sweep' serves 'wor'");
+            return std::make_unique<Row<Optimal>>(Optimal::prepare(p, q, V, n, scheme, /*strict=*/false));
     }
     throw std::invalid_argument("name: unknown verifier");
 }
