@@ -476,6 +476,7 @@ struct Optimal {
     // plan with the smaller deficit kept. Reaching alpha* is therefore
     // certified per row (alpha_plan vs alpha_star), not assumed; docs/research/OPTIMAL_WOR.md.
     static constexpr int kHead = 8;
+    static constexpr int64_t kEventHead = 256;  // tokens of the "events" inner order's exact head
     static constexpr int kMaxRounds = 64;
     static constexpr int64_t kLawBytes = int64_t{256} << 20;  // marked law tables (core_law)
     static constexpr double kCertifyTol = 1e-9;  // alpha* - acceptance accepted as "optimal"
@@ -732,11 +733,49 @@ struct Optimal {
                 for (int32_t y : Hp) deficit += std::max(0.0, p[y] - wn[y]);
                 return deficit;
             };
+            // "events": the sweep itself on the kEventHead neediest tokens, its tight sets taken to
+            // be prefixes of their current rho order (sweep::race::Watch), laid above the tail, which
+            // then runs the greedy pass by descending rho. Exact when the tail meets no event; costs
+            // O(head^2) passes over the head, so it runs last.
+            auto run_events = [&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
+                ch.clear();
+                for (int32_t y : Hp) wn[y] = 0.0;
+                const int64_t m = std::min<int64_t>(kEventHead, K);
+                const std::vector<int32_t> tail(ord.begin() + m, ord.end());
+                R::Pair bt = base;  // the tail below the head: weight 1 while the head is laid
+                for (int32_t y : tail) { gr.factors(q[y], e.data(), b.data()); bt.add(e.data(), b.data(), 1.0, q[y]); }
+                R::Watch W;
+                W.init(gr, q, p, std::vector<int32_t>(ord.begin(), ord.begin() + m), &ch, &wn);
+                for (int64_t guard = 0; guard < 8 * m + 64 && W.step(bt, true); ++guard) {}
+                R::Pair env = base;
+                for (std::size_t i = 0; i < W.tok.size(); ++i) {
+                    gr.factors(q[W.tok[i]], e.data(), b.data());
+                    env.add(e.data(), b.data(), std::max(0.0, W.h[i]), q[W.tok[i]]);
+                }
+                R::pass(gr, q, tail, env, [&](int64_t i, double wi) {
+                    const int32_t y = tail[i];
+                    if (!(wi > 0.0)) return 1.0;
+                    const double d = p[y] / wi;
+                    if (d >= 1.0) { wn[y] = wi; ch.push_back({y, 1.0}); return 0.0; }
+                    wn[y] = p[y];
+                    ch.push_back({y, d});
+                    return 1.0 - d;
+                }, w);
+                double deficit = 0.0;
+                for (int32_t y : Hp) deficit += std::max(0.0, p[y] - wn[y]);
+                return deficit;
+            };
             std::vector<sweep::Chunk> ch2;
-            const double def_top = run(false, chH, won);
-            if (def_top > kCertifyTol / 2) {
+            double def_best = run(false, chH, won);
+            if (def_best > kCertifyTol / 2) {
                 std::vector<double> won2(won);
-                if (run(true, ch2, won2) < def_top) { chH.swap(ch2); won.swap(won2); }
+                double d2 = run(true, ch2, won2);
+                if (d2 < def_best) { chH.swap(ch2); won.swap(won2); def_best = d2; }
+            }
+            if (def_best > kCertifyTol / 2) {
+                std::vector<double> won3(won);
+                const double d3 = run_events(ch2, won3);
+                if (d3 < def_best) { chH.swap(ch2); won.swap(won3); }
             }
         }
         store_chunks(pl, chA, chH);

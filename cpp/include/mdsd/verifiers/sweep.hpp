@@ -398,15 +398,34 @@ inline double w_of(const Grid& gr, const Pair& a, const Pair& b, const double* e
     return acc;
 }
 
+// Product of two pairs (the tokens of both), truncated at x^{n-1}.
+inline Pair mul(const Pair& a, const Pair& b) {
+    Pair c;
+    c.unit(a.n, a.G);
+    std::fill(c.Pi.begin(), c.Pi.end(), 0.0);
+    const int n = a.n;
+    const int64_t G = a.G;
+    for (int i = 0; i < n; ++i)
+        for (int j = 0; i + j < n; ++j) {
+            const double *ap = &a.Pi[static_cast<std::size_t>(i) * G], *ad = &a.D[static_cast<std::size_t>(i) * G];
+            const double *bp = &b.Pi[static_cast<std::size_t>(j) * G], *bd = &b.D[static_cast<std::size_t>(j) * G];
+            double *cp = &c.Pi[static_cast<std::size_t>(i + j) * G], *cd = &c.D[static_cast<std::size_t>(i + j) * G];
+            for (int64_t g = 0; g < G; ++g) {
+                cp[g] += ap[g] * bp[g];
+                cd[g] += ad[g] * bp[g] + ap[g] * bd[g];
+            }
+        }
+    return c;
+}
+
 // Sweep of `toks` in the given order over an environment `base` (every token outside `toks`):
-// token i is laid, given the tokens before it at their final weights (prefix) and those after it at
-// weight 1 (suffix, rebuilt per block of kBlock from checkpoints). `lay(i, w)` returns the token's
-// final weight 1 - u; w_out[i] receives its w at that moment.
+// token i sees the tokens before it at their final weights (prefix pair) and those after it at
+// weight 1 (suffix pair, rebuilt per block of kBlock from checkpoints). `fn(i, pre, suf, e, b)`
+// returns the token's final weight 1 - u. Returns the prefix pair after the last token.
 constexpr int64_t kBlock = 128;
 
-template <class Lay>
-inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
-                 std::vector<double>& w_out) {
+template <class Fn>
+inline Pair pass_ex(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Fn&& fn) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
     std::vector<double> e(G), b(G);
@@ -422,7 +441,6 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
         }
         check[c] = s;
     }
-    w_out.assign(k, 0.0);
     Pair pre = base;
     std::vector<Pair> inside;
     for (int64_t c = 0; c < nb; ++c) {
@@ -436,13 +454,159 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
         }
         for (int64_t i = lo; i < hi; ++i) {
             gr.factors(q[toks[i]], e.data(), b.data());
-            const double w = w_of(gr, pre, inside[i - lo + 1], e.data(), b.data(), q[toks[i]]);
-            w_out[i] = w;
-            const double h = lay(i, w);
+            const double h = fn(i, static_cast<const Pair&>(pre), static_cast<const Pair&>(inside[i - lo + 1]),
+                                static_cast<const double*>(e.data()), static_cast<const double*>(b.data()));
             pre.add(e.data(), b.data(), h, q[toks[i]]);
         }
     }
+    return pre;
 }
+
+// pass_ex with w handed to `lay(i, w)`; w_out[i] receives token i's w at that moment.
+template <class Lay>
+inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
+                 std::vector<double>& w_out) {
+    w_out.assign(toks.size(), 0.0);
+    pass_ex(gr, q, toks, base, [&](int64_t i, const Pair& pre, const Pair& suf, const double* e, const double* b) {
+        const double w = w_of(gr, pre, suf, e, b, q[toks[i]]);
+        w_out[i] = w;
+        return lay(i, w);
+    });
+}
+
+// The inner sweep (sweep::inner) on a set W of tokens at full vocabulary, with its tight sets taken
+// to be prefixes of W's current rho order (rho = pi / (h w), neediest first) -- as they were in
+// every exact-rational run -- and everything else entering through an environment pair (tokens
+// outside W at their current weights). Each step costs a few O(|W| n G) scans, and the sweep takes
+// about two steps per token: O(|W|^2 n G). Used by Optimal::prepare_wor_race ("events" order).
+struct Watch {
+    const Grid* gr = nullptr;
+    const double *q = nullptr, *p = nullptr;
+    std::vector<int32_t> tok;
+    std::vector<double> h, pi;
+    std::vector<char> done;
+    Pair fixed;  // the done W tokens at their final weights
+    std::vector<Chunk>* chunks = nullptr;
+    std::vector<double>* won = nullptr;  // by token id
+    std::vector<double> e, b;
+
+    void init(const Grid& g, const double* q_, const double* p_, std::vector<int32_t> t, std::vector<Chunk>* ch,
+              std::vector<double>* wn) {
+        gr = &g; q = q_; p = p_; tok = std::move(t); chunks = ch; won = wn;
+        h.assign(tok.size(), 1.0);
+        pi.resize(tok.size());
+        done.assign(tok.size(), 0);
+        for (std::size_t i = 0; i < tok.size(); ++i) pi[i] = p[tok[i]];
+        fixed.unit(g.n, g.G);
+        e.resize(g.G);
+        b.resize(g.G);
+    }
+    std::vector<int64_t> active() const {
+        std::vector<int64_t> a;
+        for (std::size_t i = 0; i < tok.size(); ++i)
+            if (!done[i]) a.push_back(static_cast<int64_t>(i));
+        return a;
+    }
+    // The W tokens as one pair: done ones fixed, active ones at their weights (or 0: zero_active).
+    Pair pair(bool zero_active) {
+        Pair P = fixed;
+        for (std::size_t i = 0; i < tok.size(); ++i)
+            if (!done[i]) { gr->factors(q[tok[i]], e.data(), b.data()); P.add(e.data(), b.data(), zero_active ? 0.0 : h[i], q[tok[i]]); }
+        return P;
+    }
+    // v[i] = E[1{o_i in S} prod_{S \ o_i} h'] with env x fixed below: h' = 0 on o_0..o_{i-1} if
+    // zero_prefix (else their weights), the weights after o_i; token `ov` at weight `hov`.
+    void scan(const Pair& env, const std::vector<int64_t>& o, bool zero_prefix, int64_t ov, double hov,
+              std::vector<double>& v) {
+        const int64_t a = static_cast<int64_t>(o.size());
+        auto wt = [&](int64_t k) { return k == ov ? hov : h[k]; };
+        std::vector<Pair> suf(a + 1);
+        suf[a].unit(gr->n, gr->G);
+        for (int64_t i = a - 1; i >= 0; --i) {
+            suf[i] = suf[i + 1];
+            gr->factors(q[tok[o[i]]], e.data(), b.data());
+            suf[i].add(e.data(), b.data(), wt(o[i]), q[tok[o[i]]]);
+        }
+        v.assign(a, 0.0);
+        Pair pre = mul(env, fixed);
+        for (int64_t i = 0; i < a; ++i) {
+            gr->factors(q[tok[o[i]]], e.data(), b.data());
+            v[i] = w_of(*gr, pre, suf[i + 1], e.data(), b.data(), q[tok[o[i]]]);
+            pre.add(e.data(), b.data(), zero_prefix ? 0.0 : wt(o[i]), q[tok[o[i]]]);
+        }
+    }
+    // Active W tokens by descending rho under env (ties: stable), with their w.
+    void order(const Pair& env, std::vector<int64_t>& o, std::vector<double>& w) {
+        const std::vector<int64_t> act = active();
+        std::vector<double> wa;
+        scan(env, act, false, -1, 0.0, wa);
+        const int64_t a = static_cast<int64_t>(act.size());
+        std::vector<double> rho(a);
+        for (int64_t j = 0; j < a; ++j) {
+            const double R = h[act[j]] * wa[j];
+            rho[j] = R > 0.0 ? pi[act[j]] / R : 1e300;
+        }
+        std::vector<int64_t> ix(a);
+        for (int64_t j = 0; j < a; ++j) ix[j] = j;
+        std::stable_sort(ix.begin(), ix.end(), [&](int64_t x, int64_t y) { return rho[x] > rho[y]; });
+        o.resize(a);
+        w.resize(a);
+        for (int64_t j = 0; j < a; ++j) { o[j] = act[ix[j]]; w[j] = wa[ix[j]]; }
+    }
+    // Prefix slacks of order o: s_i = mu(T meets o_0..o_i) - pi(o_0..o_i).
+    void slacks(const Pair& env, const std::vector<int64_t>& o, std::vector<double>& s) {
+        std::vector<double> v;
+        scan(env, o, true, -1, 0.0, v);
+        s.resize(o.size());
+        double cum = 0.0;
+        for (std::size_t j = 0; j < o.size(); ++j) { cum += h[o[j]] * v[j] - pi[o[j]]; s[j] = cum; }
+    }
+    void retire(int64_t k) {
+        done[k] = 1;
+        gr->factors(q[tok[k]], e.data(), b.data());
+        fixed.add(e.data(), b.data(), std::max(0.0, h[k]), q[tok[k]]);
+    }
+    // One step of the inner rule: the least needy token of the smallest tight prefix (of all active
+    // tokens if none is tight and `force`) is laid until done or until a shorter prefix turns
+    // tight. Returns false if no prefix is tight (and not force) or nothing is active.
+    bool step(const Pair& env, bool force) {
+        std::vector<int64_t> o;
+        std::vector<double> w, s;
+        order(env, o, w);
+        if (o.empty()) return false;
+        slacks(env, o, s);
+        int64_t jt = -1;
+        for (std::size_t j = 0; j < s.size(); ++j)
+            if (s[j] <= kTol) { jt = static_cast<int64_t>(j); break; }
+        if (jt < 0 && !force) return false;
+        const int64_t py = jt >= 0 ? jt : static_cast<int64_t>(o.size()) - 1, k = o[py];
+        const double wy = w[py];
+        double d = h[k];
+        if (wy > 0.0) d = std::min(d, pi[k] / wy);
+        if (py > 0) {  // rates of the shorter prefixes: their mu is affine in h_k
+            std::vector<double> v1, v0;
+            scan(env, o, true, k, 1.0, v1);
+            scan(env, o, true, k, 0.0, v0);
+            const int64_t a = static_cast<int64_t>(o.size());
+            std::vector<double> Rs(a + 1, 0.0);  // Rs[j]: sum over positions >= j of the h_k-slope of h v
+            for (int64_t j = a - 1; j >= 0; --j) {
+                const double h1 = o[j] == k ? 1.0 : h[o[j]], h0 = o[j] == k ? 0.0 : h[o[j]];
+                Rs[j] = Rs[j + 1] + (h1 * v1[j] - h0 * v0[j]);
+            }
+            for (int64_t i = 0; i < py; ++i) {
+                const double r = wy - Rs[i + 1];
+                if (r > 1e-300 && s[i] > kTol) d = std::min(d, s[i] / r);
+            }
+        }
+        if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
+        (*won)[tok[k]] += d * wy;
+        pi[k] -= d * wy;
+        h[k] -= d;
+        chunks->push_back({tok[k], d});
+        if (pi[k] <= kTol * std::max(1.0, p[tok[k]]) || h[k] <= 1e-15) retire(k);
+        return true;
+    }
+};
 
 }  // namespace race
 }  // namespace mdsd::verif::sweep
