@@ -472,8 +472,9 @@ struct Optimal {
     // coin. Inner: the kHead neediest tokens (largest rho) run the exact sweep on the law of
     // S ∩ head, laid above the tail; each tail token is then laid, by descending rho, until it has
     // won exactly p (or whole, with a deficit, if it cannot); if that falls short, the reverse
-    // order is tried (least needy first, the neediest m_max swept exactly at the bottom) and the
-    // plan with the smaller deficit kept. Reaching alpha* is therefore
+    // order (least needy first, the neediest m_max swept exactly at the bottom), then the sweep
+    // itself with prefix events on the kEventHead neediest (above the greedy tail); the plan with
+    // the smallest deficit is kept. Reaching alpha* is therefore
     // certified per row (alpha_plan vs alpha_star), not assumed; docs/research/OPTIMAL_WOR.md.
     static constexpr int kHead = 8;
     static constexpr int64_t kEventHead = 256;  // tokens of the "events" inner order's exact head

@@ -583,7 +583,9 @@ struct Watch {
         const double wy = w[py];
         double d = h[k];
         if (wy > 0.0) d = std::min(d, pi[k] / wy);
-        if (py > 0) {  // rates of the shorter prefixes: their mu is affine in h_k
+        double smin = 1e300;  // a prefix falls at a rate of at most w_k: no event if d w_k stays below
+        for (int64_t i = 0; i < py; ++i) smin = std::min(smin, s[i]);
+        if (py > 0 && d * wy >= smin) {  // rates of the shorter prefixes: their mu is affine in h_k
             std::vector<double> v1, v0;
             scan(env, o, true, k, 1.0, v1);
             scan(env, o, true, k, 0.0, v0);
