@@ -362,6 +362,29 @@ def test_wor_large_support_certified_or_refused(shipped) -> None:
     assert certified >= 10 and certified > refused, (certified, refused)
 
 
+# Shipped rows (n = 4) that both greedy inner orders miss and the third, the prefix-event sweep on
+# the 256 neediest tokens (sweep::race::Watch), certifies (found by scanning all 537 rows).
+_EVENT_HEAD_ROWS = (30, 145)
+
+
+def test_wor_prefix_event_head_certifies(shipped) -> None:
+    ch = next(iter(shipped.iter_chunks(len(shipped))))
+    P = np.asarray(ch.p, dtype=np.float64)
+    Q = np.asarray(ch.q, dtype=np.float64)
+    for r in _EVENT_HEAD_ROWS:
+        star = mf.optimal_acceptance(P[r], Q[r], 4, "wor")
+        assert mf.acceptance("optimal", P[r], Q[r], 4, scheme="wor") == pytest.approx(star, abs=1e-9), r
+
+
+@pytest.mark.slow
+def test_chi2_wor_prefix_event_head(shipped) -> None:
+    # the plan of a row certified by the prefix-event head is lossless too (10^6 outputs against p)
+    ch = next(iter(shipped.iter_chunks(len(shipped))))
+    r = _EVENT_HEAD_ROWS[0]
+    p, q = np.asarray(ch.p[r], dtype=np.float64), np.asarray(ch.q[r], dtype=np.float64)
+    _chi2_run(p / p.sum(), q / q.sum(), 4, 20261203, "wor")
+
+
 def _wor_chi2_case() -> tuple[np.ndarray, np.ndarray, int]:
     # LLM-like rows of 22 tokens, the first whose systems both fit the sweep (at most 12 tokens on
     # each side of H*) and whose accepted part and residual both carry weight
