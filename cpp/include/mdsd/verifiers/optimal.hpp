@@ -671,6 +671,27 @@ struct Optimal {
             //          -- exact when the only tight sets form among those last tokens.
             // Measured on the shipped rows (n = 4): "bottom" certifies 16 of the 150 rows "top" misses.
             const int64_t K = static_cast<int64_t>(ord.size());
+            // The greedy pass: each token of `tl` (below everything in env) laid until it has won
+            // exactly p, or whole with a deficit; hfin (optional) receives the final weights.
+            auto lay_greedy = [&](const std::vector<int32_t>& tl, const R::Pair& env, std::vector<sweep::Chunk>& ch,
+                                  std::vector<double>& wn, std::vector<double>* hfin) {
+                R::pass(gr, q, tl, env, [&](int64_t i, double wi) {
+                    const int32_t y = tl[i];
+                    double h = 1.0;  // wi = 0: never laid, every draw lands below reject
+                    if (wi > 0.0) {
+                        const double d = p[y] / wi;
+                        if (d >= 1.0) { wn[y] = wi; ch.push_back({y, 1.0}); h = 0.0; }
+                        else { wn[y] = p[y]; ch.push_back({y, d}); h = 1.0 - d; }
+                    }
+                    if (hfin) (*hfin)[i] = h;
+                    return h;
+                }, w);
+            };
+            auto deficit_of = [&](const std::vector<double>& wn) {
+                double deficit = 0.0;
+                for (int32_t y : Hp) deficit += std::max(0.0, p[y] - wn[y]);
+                return deficit;
+            };
             auto run = [&](bool bottom, std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
                 ch.clear();
                 for (int32_t y : Hp) wn[y] = 0.0;
@@ -680,19 +701,6 @@ struct Optimal {
                 const std::vector<int32_t> head(ord.begin(), ord.begin() + m);
                 std::vector<int32_t> tail(ord.begin() + m, ord.end());
                 if (bottom) std::reverse(tail.begin(), tail.end());
-                auto lay_tail = [&](const R::Pair& env, std::vector<double>* hfin) {
-                    R::pass(gr, q, tail, env, [&](int64_t i, double wi) {
-                        const int32_t y = tail[i];
-                        double h = 1.0;  // wi = 0: never laid, every draw lands below reject
-                        if (wi > 0.0) {
-                            const double d = p[y] / wi;
-                            if (d >= 1.0) { wn[y] = wi; ch.push_back({y, 1.0}); h = 0.0; }
-                            else { wn[y] = p[y]; ch.push_back({y, d}); h = 1.0 - d; }
-                        }
-                        if (hfin) (*hfin)[i] = h;
-                        return h;
-                    }, w);
-                };
                 auto sweep_head = [&](const R::Pair& env) {  // the rest of the system enters through env
                     const sweep::SystemSets S = core_law(gr, q, head, env);
                     int64_t steps = 0;
@@ -706,7 +714,7 @@ struct Optimal {
                     R::Pair bh = base;
                     for (int32_t y : head) { gr.factors(q[y], e.data(), b.data()); bh.add(e.data(), b.data(), 1.0, q[y]); }
                     std::vector<double> hfin(tail.size(), 1.0);
-                    lay_tail(bh, &hfin);
+                    lay_greedy(tail, bh, ch, wn, &hfin);
                     R::Pair env = base;
                     for (std::size_t i = 0; i < tail.size(); ++i) {
                         gr.factors(q[tail[i]], e.data(), b.data());
@@ -728,11 +736,9 @@ struct Optimal {
                             env.add(e.data(), b.data(), std::max(0.0, hgt[i]), q[head[i]]);
                         }
                     }
-                    lay_tail(env, nullptr);
+                    lay_greedy(tail, env, ch, wn, nullptr);
                 }
-                double deficit = 0.0;
-                for (int32_t y : Hp) deficit += std::max(0.0, p[y] - wn[y]);
-                return deficit;
+                return deficit_of(wn);
             };
             // "events": the sweep itself on the kEventHead neediest tokens, its tight sets taken to
             // be prefixes of their current rho order (sweep::race::Watch), laid above the tail, which
@@ -753,18 +759,8 @@ struct Optimal {
                     gr.factors(q[W.tok[i]], e.data(), b.data());
                     env.add(e.data(), b.data(), std::max(0.0, W.h[i]), q[W.tok[i]]);
                 }
-                R::pass(gr, q, tail, env, [&](int64_t i, double wi) {
-                    const int32_t y = tail[i];
-                    if (!(wi > 0.0)) return 1.0;
-                    const double d = p[y] / wi;
-                    if (d >= 1.0) { wn[y] = wi; ch.push_back({y, 1.0}); return 0.0; }
-                    wn[y] = p[y];
-                    ch.push_back({y, d});
-                    return 1.0 - d;
-                }, w);
-                double deficit = 0.0;
-                for (int32_t y : Hp) deficit += std::max(0.0, p[y] - wn[y]);
-                return deficit;
+                lay_greedy(tail, env, ch, wn, nullptr);
+                return deficit_of(wn);
             };
             std::vector<sweep::Chunk> ch2;
             double def_best = run(false, chH, won);
