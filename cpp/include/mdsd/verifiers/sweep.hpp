@@ -419,13 +419,14 @@ inline Pair mul(const Pair& a, const Pair& b) {
 }
 
 // Sweep of `toks` in the given order over an environment `base` (every token outside `toks`):
-// token i sees the tokens before it at their final weights (prefix pair) and those after it at
-// weight 1 (suffix pair, rebuilt per block of kBlock from checkpoints). `fn(i, pre, suf, e, b)`
-// returns the token's final weight 1 - u. Returns the prefix pair after the last token.
+// token i is laid, given the tokens before it at their final weights (prefix) and those after it at
+// weight 1 (suffix, rebuilt per block of kBlock from checkpoints). `lay(i, w)` returns the token's
+// final weight 1 - u; w_out[i] receives its w at that moment.
 constexpr int64_t kBlock = 128;
 
-template <class Fn>
-inline Pair pass_ex(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Fn&& fn) {
+template <class Lay>
+inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
+                 std::vector<double>& w_out) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
     std::vector<double> e(G), b(G);
@@ -441,6 +442,7 @@ inline Pair pass_ex(const Grid& gr, const double* q, const std::vector<int32_t>&
         }
         check[c] = s;
     }
+    w_out.assign(k, 0.0);
     Pair pre = base;
     std::vector<Pair> inside;
     for (int64_t c = 0; c < nb; ++c) {
@@ -454,24 +456,12 @@ inline Pair pass_ex(const Grid& gr, const double* q, const std::vector<int32_t>&
         }
         for (int64_t i = lo; i < hi; ++i) {
             gr.factors(q[toks[i]], e.data(), b.data());
-            const double h = fn(i, static_cast<const Pair&>(pre), static_cast<const Pair&>(inside[i - lo + 1]),
-                                static_cast<const double*>(e.data()), static_cast<const double*>(b.data()));
+            const double w = w_of(gr, pre, inside[i - lo + 1], e.data(), b.data(), q[toks[i]]);
+            w_out[i] = w;
+            const double h = lay(i, w);
             pre.add(e.data(), b.data(), h, q[toks[i]]);
         }
     }
-    return pre;
-}
-
-// pass_ex with w handed to `lay(i, w)`; w_out[i] receives token i's w at that moment.
-template <class Lay>
-inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
-                 std::vector<double>& w_out) {
-    w_out.assign(toks.size(), 0.0);
-    pass_ex(gr, q, toks, base, [&](int64_t i, const Pair& pre, const Pair& suf, const double* e, const double* b) {
-        const double w = w_of(gr, pre, suf, e, b, q[toks[i]]);
-        w_out[i] = w;
-        return lay(i, w);
-    });
 }
 
 // The inner sweep (sweep::inner) on a set W of tokens at full vocabulary, with its tight sets taken
@@ -506,13 +496,6 @@ struct Watch {
         for (std::size_t i = 0; i < tok.size(); ++i)
             if (!done[i]) a.push_back(static_cast<int64_t>(i));
         return a;
-    }
-    // The W tokens as one pair: done ones fixed, active ones at their weights (or 0: zero_active).
-    Pair pair(bool zero_active) {
-        Pair P = fixed;
-        for (std::size_t i = 0; i < tok.size(); ++i)
-            if (!done[i]) { gr->factors(q[tok[i]], e.data(), b.data()); P.add(e.data(), b.data(), zero_active ? 0.0 : h[i], q[tok[i]]); }
-        return P;
     }
     // v[i] = E[1{o_i in S} prod_{S \ o_i} h'] with env x fixed below: h' = 0 on o_0..o_{i-1} if
     // zero_prefix (else their weights), the weights after o_i; token `ov` at weight `hov`.
