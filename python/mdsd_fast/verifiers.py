@@ -296,8 +296,9 @@ class Optimal(Verifier):
 class TightSetSweep(Verifier):
     """``sweep``: the tight-set sweep for without-replacement drafts, kept where it falls short.
 
-    Scheme: n drafts without replacement ("wor", the Gumbel-top-n law). The same plan as ``optimal`` with ``scheme="wor"`` (a random-utility race built by the
-    tight-set sweep, docs/research/OPTIMAL_WOR.md). ``optimal`` refuses a full-vocabulary row whose
+    Scheme: n drafts without replacement ("wor", the Gumbel-top-n law). The same plan as
+    ``optimal`` with ``scheme="wor"`` (a random-utility race built by the tight-set sweep,
+    docs/research/OPTIMAL_WOR.md). ``optimal`` refuses a full-vocabulary row whose
     plan is not certified to reach alpha*_wor (its greedy parts met a tight-set event they do not
     handle); ``sweep`` keeps that plan. It is lossless on every row, its exact acceptance is the
     plan's accepted mass (at most alpha*_wor, equal to it on every certified row), and it is the
