@@ -695,9 +695,7 @@ struct Optimal {
             auto run = [&](bool bottom, std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
                 ch.clear();
                 for (int32_t y : Hp) wn[y] = 0.0;
-                int64_t m = 0;
-                const int64_t m_cap = bottom ? m_max : std::min<int64_t>(kHead, m_max);
-                while (m < K && m < m_cap) ++m;
+                const int64_t m = std::min<int64_t>(K, bottom ? m_max : std::min<int64_t>(kHead, m_max));
                 const std::vector<int32_t> head(ord.begin(), ord.begin() + m);
                 std::vector<int32_t> tail(ord.begin() + m, ord.end());
                 if (bottom) std::reverse(tail.begin(), tail.end());
