@@ -392,6 +392,31 @@ def test_chi2_wor_prefix_event_head(shipped) -> None:
     _chi2_run(p / p.sum(), q / q.sum(), 4, 20261203, "wor")
 
 
+# Shipped rows that only the "chain" orders certify (both greedy orders and the prefix-event head
+# fall short): (row, n). Inner chain: 15 and 172 at n = 4 (alpha* within 1e-6 of 1), 61 at n = 2;
+# outer chain (a core of ~5,000 tokens after the safe moves): 520 at n = 4.
+_CHAIN_ROWS = ((15, 4), (172, 4), (61, 2), (520, 4))
+
+
+def test_wor_chain_certifies(shipped) -> None:
+    ch = next(iter(shipped.iter_chunks(len(shipped))))
+    P = np.asarray(ch.p, dtype=np.float64)
+    Q = np.asarray(ch.q, dtype=np.float64)
+    for r, n in _CHAIN_ROWS:
+        star = mf.optimal_acceptance(P[r], Q[r], n, "wor")
+        assert mf.acceptance("optimal", P[r], Q[r], n, scheme="wor") == pytest.approx(star, abs=1e-9), (r, n)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("r, n", [(61, 2), (520, 4)])
+def test_chi2_wor_chain(shipped, r: int, n: int) -> None:
+    # plans of the inner and the outer chain are lossless too (10^6 outputs against p; alpha* =
+    # 0.994 and 0.636, so the biased variant is rejected)
+    ch = next(iter(shipped.iter_chunks(len(shipped))))
+    p, q = np.asarray(ch.p[r], dtype=np.float64), np.asarray(ch.q[r], dtype=np.float64)
+    _chi2_run(p / p.sum(), q / q.sum(), n, 20261205 + r, "wor")
+
+
 def _wor_chi2_case() -> tuple[np.ndarray, np.ndarray, int]:
     # LLM-like rows of 22 tokens, the first whose systems both fit the sweep (at most 12 tokens on
     # each side of H*) and whose accepted part and residual both carry weight

@@ -468,16 +468,18 @@ struct Optimal {
     // (its load w stays <= p, and laying it only raises the others' rho) -- until none is left; the
     // remaining core (every rho < 1) then runs the exact subset sweep at the bottom, on the law of
     // S ∩ core among the sets that hold no token laid above. Exact whenever the core has at most
-    // kMaxSystem tokens; otherwise the core is laid whole by rho and any excess load is cut by the
-    // coin. Inner: the kHead neediest tokens (largest rho) run the exact sweep on the law of
+    // kMaxSystem tokens; otherwise the core runs the "chain" (the exact sweep's own shape: tokens
+    // frozen one at a time, then completed in reverse) and any excess load is cut by the coin.
+    // Inner: the kHead neediest tokens (largest rho) run the exact sweep on the law of
     // S ∩ head, laid above the tail; each tail token is then laid, by descending rho, until it has
     // won exactly p (or whole, with a deficit, if it cannot); if that falls short, the reverse
-    // order (least needy first, the neediest m_max swept exactly at the bottom), then the sweep
-    // itself with prefix events on the kEventHead neediest (above the greedy tail); the plan with
-    // the smallest deficit is kept. Reaching alpha* is therefore
+    // order (least needy first, the neediest m_max swept exactly at the bottom), then the inner
+    // chain (least needy first, frozen one at a time, the kEventHead neediest swept with prefix
+    // events at the bottom), then the sweep itself with prefix events on the kEventHead neediest
+    // (above the greedy tail); the plan with the smallest deficit is kept. Reaching alpha* is therefore
     // certified per row (alpha_plan vs alpha_star), not assumed; docs/research/OPTIMAL_WOR.md.
     static constexpr int kHead = 8;
-    static constexpr int64_t kEventHead = 256;  // tokens of the "events" inner order's exact head
+    static constexpr int64_t kEventHead = 256;  // tokens of the prefix-event heads ("chain", "events")
     static constexpr int kMaxRounds = 64;
     static constexpr int64_t kLawBytes = int64_t{256} << 20;  // marked law tables (core_law)
     static constexpr double kCertifyTol = 1e-9;  // alpha* - acceptance accepted as "optimal"
@@ -637,11 +639,39 @@ struct Optimal {
                 pl.sweep_steps += steps;
                 core_loads(S, ch, won);
                 chA.insert(chA.end(), ch.begin(), ch.end());
-            } else if (!rest.empty()) {  // core too large for the subset sweep: laid whole by rho
+            } else if (!rest.empty()) {
+                // Core too large for the subset sweep: the "chain", the shape of the exact outer sweep.
+                // Its largest proper tight set Z (the frozen tokens) grows one token at a time: the
+                // core is visited neediest first (descending rho), and a visited token y is laid until
+                // exhausted or until Z + y turns tight, i.e. pi_y = (1 - u_y) E_y with
+                // E_y = E[1{y in S} prod_{S \ y} h 1{visited}] (the unresolved mass it shares with
+                // frozen tokens only); then it joins Z. The frozen tokens are then exhausted in reverse
+                // order of their visits. Loads above p (if the chain missed an event) are cut by the coins.
                 for (std::size_t i = 0; i < rest.size(); ++i) rho[i] = rho_of(rest[i], w[i]);
                 rest = sorted_by_rho(rest, rho);
-                R::pass(gr, q, rest, env, [](int64_t, double) { return 0.0; }, w);
-                for (std::size_t i = 0; i < rest.size(); ++i) { chA.push_back({rest[i], 1.0}); won[rest[i]] = w[i]; }
+                std::vector<double> hd(rest.size(), 0.0);
+                std::vector<char> frozen(rest.size(), 0);
+                R::pass(gr, q, rest, env, [&](int64_t i, double wi, double E) {
+                    const int32_t y = rest[i];
+                    double d = 1.0;
+                    if (wi > E && p[y] - E < wi - E) { d = std::max(0.0, (p[y] - E) / (wi - E)); frozen[i] = 1; }
+                    if (d > 0.0) chA.push_back({y, d});
+                    won[y] = wi * d;
+                    return hd[i] = 1.0 - d;
+                }, w, nullptr, &env);
+                std::vector<int32_t> stack;
+                std::vector<double> h0;
+                R::Pair eu = env;
+                for (std::size_t i = rest.size(); i-- > 0;) {
+                    if (frozen[i]) { stack.push_back(rest[i]); h0.push_back(hd[i]); continue; }
+                    gr.factors(q[rest[i]], e.data(), b.data());
+                    eu.add(e.data(), b.data(), hd[i], q[rest[i]]);
+                }
+                R::pass(gr, q, stack, eu, [&](int64_t i, double wi) {
+                    if (h0[i] > 0.0) chA.push_back({stack[i], h0[i]});
+                    won[stack[i]] += wi * h0[i];
+                    return 0.0;
+                }, w, h0.data());
             }
         }
         if (!Hs.empty()) {  // inner: A-tokens end the system (weight 0: the factor e^{-q(A) t})
@@ -663,7 +693,8 @@ struct Optimal {
             std::vector<double> rho(Hp.size());
             for (std::size_t i = 0; i < Hp.size(); ++i) rho[i] = rho_of(Hp[i], w[i]);
             const std::vector<int32_t> ord = sorted_by_rho(Hp, rho);  // neediest first
-            // Two orders of the same race; the second runs only if the first falls short.
+            // Orders of the same race; each runs only if the ones before fall short (two below, then
+            // "chain" and "events").
             //  top:    the kHead neediest run the exact sweep on top, the tail below them by
             //          descending rho (each until done) -- exact when the tail meets no event;
             //  bottom: the tail by ascending rho on top (least needy first, as the sweep lays tokens
@@ -738,6 +769,25 @@ struct Optimal {
                 }
                 return deficit_of(wn);
             };
+            // env times the factors of `toks` at weights hw(i)
+            auto times = [&](R::Pair P, const std::vector<int32_t>& toks, auto&& hw) {
+                for (std::size_t i = 0; i < toks.size(); ++i) {
+                    gr.factors(q[toks[i]], e.data(), b.data());
+                    P.add(e.data(), b.data(), hw(i), q[toks[i]]);
+                }
+                return P;
+            };
+            auto one = [](std::size_t) { return 1.0; };
+            // The prefix-event sweep (sweep::race::Watch) on `head` over env; returns the final weights.
+            auto watch_sweep = [&](const std::vector<int32_t>& head, const R::Pair& env, std::vector<sweep::Chunk>& ch,
+                                   std::vector<double>& wn) {
+                R::Watch W;
+                W.init(gr, q, p, head, &ch, &wn);
+                const int64_t m = static_cast<int64_t>(head.size());
+                for (int64_t guard = 0; guard < 8 * m + 64 && W.step(env, true); ++guard) {}
+                for (double& h : W.h) h = std::max(0.0, h);
+                return W.h;
+            };
             // "events": the sweep itself on the kEventHead neediest tokens, its tight sets taken to
             // be prefixes of their current rho order (sweep::race::Watch), laid above the tail, which
             // then runs the greedy pass by descending rho. Exact when the tail meets no event; costs
@@ -746,18 +796,75 @@ struct Optimal {
                 ch.clear();
                 for (int32_t y : Hp) wn[y] = 0.0;
                 const int64_t m = std::min<int64_t>(kEventHead, K);
-                const std::vector<int32_t> tail(ord.begin() + m, ord.end());
-                R::Pair bt = base;  // the tail below the head: weight 1 while the head is laid
-                for (int32_t y : tail) { gr.factors(q[y], e.data(), b.data()); bt.add(e.data(), b.data(), 1.0, q[y]); }
-                R::Watch W;
-                W.init(gr, q, p, std::vector<int32_t>(ord.begin(), ord.begin() + m), &ch, &wn);
-                for (int64_t guard = 0; guard < 8 * m + 64 && W.step(bt, true); ++guard) {}
-                R::Pair env = base;
-                for (std::size_t i = 0; i < W.tok.size(); ++i) {
-                    gr.factors(q[W.tok[i]], e.data(), b.data());
-                    env.add(e.data(), b.data(), std::max(0.0, W.h[i]), q[W.tok[i]]);
+                const std::vector<int32_t> head(ord.begin(), ord.begin() + m), tail(ord.begin() + m, ord.end());
+                // the tail below the head: weight 1 while the head is laid
+                const std::vector<double> hh = watch_sweep(head, times(base, tail, one), ch, wn);
+                lay_greedy(tail, times(base, head, [&](std::size_t i) { return hh[i]; }), ch, wn, nullptr);
+                return deficit_of(wn);
+            };
+            // "chain": the shape the exact sweep takes when the rejection budget is small (seen in
+            // exact runs): the smallest tight set is the set Y of tokens not yet visited, and it
+            // shrinks one token at a time. Tokens are visited least needy first (ascending rho); a
+            // visited token y is laid until it has won p (done) or until Y \ {y} turns tight, i.e.
+            //     s(Y) + pi_y = (1 - u_y) E_y,   E_y = E[1{y in S} prod_{S \ y} h 1{visited}]
+            // (its remaining need equals the unresolved mass it shares with visited tokens only),
+            // whichever comes first; then it freezes. The kEventHead neediest run the prefix-event
+            // sweep at the bottom, and the frozen tokens are completed in reverse order of their
+            // visits, each until done, below everything else. Exact when the tail's only events are
+            // these single-token ones; each frozen token's completion has so far always sufficed.
+            auto total_of = [&](const R::Pair& P) {  // E[prod_{j in S} h_j]
+                double t = 0.0;
+                for (int64_t g = 0; g < G; ++g) t += gr.wt[g] * P.D[static_cast<std::size_t>(n - 1) * G + g];
+                return t;
+            };
+            auto run_chain = [&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
+                ch.clear();
+                for (int32_t y : Hp) wn[y] = 0.0;
+                const int64_t m = std::min<int64_t>(kEventHead, K);
+                const std::vector<int32_t> head(ord.begin(), ord.begin() + m);
+                const std::vector<int32_t> tail(ord.rbegin(), ord.rend() - m);  // least needy first
+                // slack of the whole system, Pr[S inside H*, S meets Hp] - p(Hp) (the rejection budget)
+                double qH = 0.0, pH = 0.0;
+                for (int32_t y : Hp) { qH += q[y]; pH += p[y]; }
+                std::vector<double> sc(G);
+                for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qH * gr.t[g]);
+                R::Pair none = base;  // every token of Hp at weight 0
+                none.scale(sc.data());
+                double s = total_of(times(base, Hp, one)) - total_of(none) - pH;
+                // down: tail over the head at weight 1 (w); E over the head at weight 0 (unvisited)
+                std::vector<double> hd(tail.size(), 1.0);
+                std::vector<char> frozen(tail.size(), 0);
+                const R::Pair bx = times(base, head, [](std::size_t) { return 0.0; });
+                R::pass(gr, q, tail, times(base, head, one), [&](int64_t i, double wi, double E) {
+                    const int32_t y = tail[i];
+                    if (!(wi > 0.0)) return 1.0;  // wins nothing: never laid
+                    const double dd = p[y] / wi, df = wi > E ? (s + p[y] - E) / (wi - E) : 1e300;
+                    double d;
+                    if (df < dd && df < 1.0) { d = std::max(0.0, df); frozen[i] = 1; s = 0.0; }
+                    else { d = std::min(dd, 1.0); s += (p[y] - wi * d) - (1.0 - d) * E; }
+                    if (d > 0.0) ch.push_back({y, d});
+                    wn[y] = wi * d;
+                    return hd[i] = 1.0 - d;
+                }, w, nullptr, &bx);
+                const std::vector<double> hh = watch_sweep(head, times(base, tail, [&](std::size_t i) { return hd[i]; }), ch, wn);
+                // up: the frozen tokens, last visited first, each until done
+                std::vector<int32_t> stack, rest;
+                std::vector<double> h0, hr;
+                for (std::size_t i = tail.size(); i-- > 0;) {
+                    if (frozen[i]) { stack.push_back(tail[i]); h0.push_back(hd[i]); }
+                    else { rest.push_back(tail[i]); hr.push_back(hd[i]); }
                 }
-                lay_greedy(tail, env, ch, wn, nullptr);
+                const R::Pair eu = times(times(base, head, [&](std::size_t i) { return hh[i]; }), rest,
+                                         [&](std::size_t i) { return hr[i]; });
+                R::pass(gr, q, stack, eu, [&](int64_t i, double wi) {
+                    const int32_t y = stack[i];
+                    const double pi = p[y] - wn[y];
+                    if (!(wi > 0.0) || !(pi > 0.0)) return h0[i];
+                    const double d = std::min(pi / wi, h0[i]);
+                    ch.push_back({y, d});
+                    wn[y] += wi * d;
+                    return h0[i] - d;
+                }, w, h0.data());
                 return deficit_of(wn);
             };
             std::vector<sweep::Chunk> ch2;
@@ -766,6 +873,11 @@ struct Optimal {
                 std::vector<double> won2(won);
                 double d2 = run(true, ch2, won2);
                 if (d2 < def_best) { chH.swap(ch2); won.swap(won2); def_best = d2; }
+            }
+            if (def_best > kCertifyTol / 2) {
+                std::vector<double> won3(won);
+                const double d3 = run_chain(ch2, won3);
+                if (d3 < def_best) { chH.swap(ch2); won.swap(won3); def_best = d3; }
             }
             if (def_best > kCertifyTol / 2) {
                 std::vector<double> won3(won);

@@ -45,6 +45,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace mdsd::verif::sweep {
@@ -420,46 +421,74 @@ inline Pair mul(const Pair& a, const Pair& b) {
 
 // Sweep of `toks` in the given order over an environment `base` (every token outside `toks`):
 // token i is laid, given the tokens before it at their final weights (prefix) and those after it at
-// weight 1 (suffix, rebuilt per block of kBlock from checkpoints). `lay(i, w)` returns the token's
-// final weight 1 - u; w_out[i] receives its w at that moment.
+// weight h0[i] (1 if h0 is null; suffix, rebuilt per block of kBlock from checkpoints). `lay(i, w)`
+// returns the token's final weight 1 - u; w_out[i] receives its w at that moment.
+// With `ex` (an environment for the same tokens), lay is called as lay(i, w, E), E the weight of
+// token i over the sets whose other system tokens all lie before it: prefix at final weights over
+// `ex`, suffix at weight 0 (the factor e^{-q(suffix) t}).
 constexpr int64_t kBlock = 128;
 
 template <class Lay>
 inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
-                 std::vector<double>& w_out) {
+                 std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
     std::vector<double> e(G), b(G);
     const int64_t nb = (k + kBlock - 1) / kBlock;
-    std::vector<Pair> check(nb + 1);  // check[c]: suffix pair of tokens [c * kBlock, k) at weight 1
+    std::vector<Pair> check(nb + 1);  // check[c]: suffix pair of tokens [c * kBlock, k) at weight h0
     Pair s;
     s.unit(n, G);
     check[nb] = s;
     for (int64_t c = nb - 1; c >= 0; --c) {
         for (int64_t i = std::min(k, (c + 1) * kBlock) - 1; i >= c * kBlock; --i) {
             gr.factors(q[toks[i]], e.data(), b.data());
-            s.add(e.data(), b.data(), 1.0, q[toks[i]]);
+            s.add(e.data(), b.data(), h0 ? h0[i] : 1.0, q[toks[i]]);
         }
         check[c] = s;
     }
     w_out.assign(k, 0.0);
-    Pair pre = base;
+    Pair pre = base, pex;
+    std::vector<double> qsuf, sc;  // ex: q(toks[i..k)) and the suffix factors e^{-q(suffix) t} of a block
+    if (ex) {
+        pex = *ex;
+        qsuf.assign(k + 1, 0.0);
+        for (int64_t i = k - 1; i >= 0; --i) qsuf[i] = qsuf[i + 1] + q[toks[i]];
+        sc.resize(static_cast<std::size_t>(kBlock + 1) * G);
+    }
     std::vector<Pair> inside;
     for (int64_t c = 0; c < nb; ++c) {
         const int64_t lo = c * kBlock, hi = std::min(k, lo + kBlock);
         inside.assign(hi - lo + 1, Pair());
         inside[hi - lo] = check[c + 1];
+        if (ex)
+            for (int64_t g = 0; g < G; ++g) sc[static_cast<std::size_t>(hi - lo) * G + g] = std::exp(-qsuf[hi] * gr.t[g]);
         for (int64_t i = hi - 1; i > lo; --i) {
             inside[i - lo] = inside[i - lo + 1];
             gr.factors(q[toks[i]], e.data(), b.data());
-            inside[i - lo].add(e.data(), b.data(), 1.0, q[toks[i]]);
+            inside[i - lo].add(e.data(), b.data(), h0 ? h0[i] : 1.0, q[toks[i]]);
+            if (ex)
+                for (int64_t g = 0; g < G; ++g)
+                    sc[static_cast<std::size_t>(i - lo) * G + g] = sc[static_cast<std::size_t>(i - lo + 1) * G + g] * e[g];
         }
         for (int64_t i = lo; i < hi; ++i) {
-            gr.factors(q[toks[i]], e.data(), b.data());
-            const double w = w_of(gr, pre, inside[i - lo + 1], e.data(), b.data(), q[toks[i]]);
+            const double qy = q[toks[i]];
+            gr.factors(qy, e.data(), b.data());
+            const double w = w_of(gr, pre, inside[i - lo + 1], e.data(), b.data(), qy);
             w_out[i] = w;
-            const double h = lay(i, w);
-            pre.add(e.data(), b.data(), h, q[toks[i]]);
+            double h;
+            if constexpr (std::is_invocable_v<Lay, int64_t, double, double>) {
+                double E = 0.0;
+                const double* s1 = &sc[static_cast<std::size_t>(i - lo + 1) * G];
+                const double* P1 = &pex.Pi[static_cast<std::size_t>(n - 1) * G];
+                const double* D2 = n >= 2 ? &pex.D[static_cast<std::size_t>(n - 2) * G] : nullptr;
+                for (int64_t g = 0; g < G; ++g)
+                    E += gr.wt[g] * s1[g] * (qy * e[g] * P1[g] + (D2 ? b[g] * D2[g] : 0.0));
+                h = lay(i, w, E);
+                pex.add(e.data(), b.data(), h, qy);
+            } else {
+                h = lay(i, w);
+            }
+            pre.add(e.data(), b.data(), h, qy);
         }
     }
 }
