@@ -394,8 +394,11 @@ def test_chi2_wor_prefix_event_head(shipped) -> None:
 
 # Shipped rows that only the "chain" orders certify (both greedy orders and the prefix-event head
 # fall short): (row, n). Inner chain: 15 and 172 at n = 4 (alpha* within 1e-6 of 1), 61 at n = 2;
-# outer chain (a core of ~5,000 tokens after the safe moves): 520 at n = 4.
-_CHAIN_ROWS = ((15, 4), (172, 4), (61, 2), (520, 4))
+# inner chain below a needy group of 39 / 54 tokens: 3 and 16 at n = 4, and of 637 tokens (a chain
+# of its own below its own group): 93 at n = 4; outer chain (a core of ~5,000 tokens after the safe
+# moves): 520 at n = 4; no split (supp q one inner system) where the outer core is missed: 75
+# (alpha* = 1) and 183 (alpha* = 0.86) at n = 4.
+_CHAIN_ROWS = ((15, 4), (172, 4), (61, 2), (3, 4), (16, 4), (93, 4), (520, 4), (75, 4), (183, 4))
 
 
 def test_wor_chain_certifies(shipped) -> None:
@@ -408,10 +411,10 @@ def test_wor_chain_certifies(shipped) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("r, n", [(61, 2), (520, 4)])
+@pytest.mark.parametrize("r, n", [(61, 2), (3, 4), (520, 4), (183, 4)])
 def test_chi2_wor_chain(shipped, r: int, n: int) -> None:
-    # plans of the inner and the outer chain are lossless too (10^6 outputs against p; alpha* =
-    # 0.994 and 0.636, so the biased variant is rejected)
+    # plans of the inner chain, the outer chain and the unsplit race are lossless too (10^6 outputs
+    # against p; alpha* = 0.994, 0.991, 0.636 and 0.86, so the biased variant is rejected)
     ch = next(iter(shipped.iter_chunks(len(shipped))))
     p, q = np.asarray(ch.p[r], dtype=np.float64), np.asarray(ch.q[r], dtype=np.float64)
     _chi2_run(p / p.sum(), q / q.sum(), n, 20261205 + r, "wor")

@@ -410,13 +410,31 @@ struct Optimal {
         pl.alpha_star = dr.alpha;
         const std::vector<int32_t> sup = ws.order;  // supp q by ascending p/q; H* = its first k_star
         const int64_t K = static_cast<int64_t>(sup.size()), ks = dr.k_star;
-        pl.side.assign(V, 0);
-        for (int64_t k = 0; k < K; ++k) pl.side[sup[k]] = k < ks ? 1 : 2;
-        pl.num_inner = ks;
-        pl.num_outer = K - ks;
+        auto split_at = [&](Plan& P, int64_t k_in) {  // systems: the first k_in of sup inner, the rest outer
+            P.side.assign(V, 0);
+            for (int64_t k = 0; k < K; ++k) P.side[sup[k]] = k < k_in ? 1 : 2;
+            P.num_inner = k_in;
+            P.num_outer = K - k_in;
+        };
+        split_at(pl, ks);
         const int64_t tuples = sweep::ordered_tuples(K, n, sweep::kMaxOrdered);
         if (ks > sweep::kMaxSystem || K - ks > sweep::kMaxSystem || tuples > sweep::kMaxOrdered) {
             prepare_wor_race(pl, p, q, V, n, sup, ks);
+            if (pl.alpha_star - pl.alpha_plan > kCertifyTol && ks < K) {
+                // Not certified: the same race with no split (the whole support one inner system, the
+                // outer empty). Any plan of the race is lossless and its acceptance is computed, so
+                // this is safe even where supp q is not a minimiser of the dual; measured, it reaches
+                // alpha* on most rows whose outer core the chain misses (18 of 65 refused rows at
+                // n = 4, docs/research/OPTIMAL_WOR.md).
+                Plan alt;
+                alt.init(p, q, V, n, Drafter::Wor);
+                alt.scheme = Drafter::Wor;
+                alt.sweep = true;
+                alt.alpha_star = pl.alpha_star;
+                split_at(alt, K);
+                prepare_wor_race(alt, p, q, V, n, sup, K);
+                if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
+            }
             // The full-vocabulary route is exact only when its greedy parts meet no event (see
             // prepare_wor_race); "optimal" means optimal, so a row it does not certify is refused.
             if (strict && pl.alpha_star - pl.alpha_plan > kCertifyTol)
@@ -475,11 +493,15 @@ struct Optimal {
     // won exactly p (or whole, with a deficit, if it cannot); if that falls short, the reverse
     // order (least needy first, the neediest m_max swept exactly at the bottom), then the inner
     // chain (least needy first, frozen one at a time, the kEventHead neediest swept with prefix
-    // events at the bottom), then the sweep itself with prefix events on the kEventHead neediest
-    // (above the greedy tail); the plan with the smallest deficit is kept. Reaching alpha* is therefore
+    // events at the bottom), then the chain below its nearly tight group of needy tokens (itself a
+    // chain, recursively), then the sweep itself with prefix events on the kEventHead neediest
+    // (above the greedy tail); the plan with the smallest deficit is kept. A row still short runs
+    // again with no split (one inner system over supp q). Reaching alpha* is therefore
     // certified per row (alpha_plan vs alpha_star), not assumed; docs/research/OPTIMAL_WOR.md.
     static constexpr int kHead = 8;
     static constexpr int64_t kEventHead = 256;  // tokens of the prefix-event heads ("chain", "events")
+    static constexpr int kChainDepth = 8;       // levels of needy groups, each a chain on top of the next
+    static constexpr int64_t kJumpScan = 2048;  // prefixes scanned for the end of that group
     static constexpr int kMaxRounds = 64;
     static constexpr int64_t kLawBytes = int64_t{256} << 20;  // marked law tables (core_law)
     static constexpr double kCertifyTol = 1e-9;  // alpha* - acceptance accepted as "optimal"
@@ -817,25 +839,52 @@ struct Optimal {
                 for (int64_t g = 0; g < G; ++g) t += gr.wt[g] * P.D[static_cast<std::size_t>(n - 1) * G + g];
                 return t;
             };
-            auto run_chain = [&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
-                ch.clear();
-                for (int32_t y : Hp) wn[y] = 0.0;
-                const int64_t m = std::min<int64_t>(kEventHead, K);
-                const std::vector<int32_t> head(ord.begin(), ord.begin() + m);
-                const std::vector<int32_t> tail(ord.rbegin(), ord.rend() - m);  // least needy first
-                // slack of the whole system, Pr[S inside H*, S meets Hp] - p(Hp) (the rejection budget)
-                double qH = 0.0, pH = 0.0;
-                for (int32_t y : Hp) { qH += q[y]; pH += p[y]; }
+            // The nearly tight group of needy tokens at the head of o (neediest first) over env: it
+            // ends before the token that raises the slack of the prefixes of o (all weights 1) the
+            // most, s_i = Pr[S inside H*, S meets o_0..o_i] - p(o_0..o_i) (one pass).
+            auto needy_group = [&](const std::vector<int32_t>& o, const R::Pair& env) {
+                std::vector<double> v;
+                R::pass(gr, q, o, env, [](int64_t, double) { return 0.0; }, v);
+                int64_t jt = 0;
+                for (int64_t i = 1; i < std::min<int64_t>(static_cast<int64_t>(o.size()), kJumpScan); ++i)
+                    if (v[i] - p[o[i]] > v[jt] - p[o[jt]]) jt = i;
+                return jt;
+            };
+            // The chain on the tokens o (neediest first) over env; returns their final weights. With
+            // mt > 0 the mt neediest first run a chain of their own on top (the others below them at
+            // weight 1), below their own needy group, and so on (at most kChainDepth levels).
+            std::function<std::vector<double>(const std::vector<int32_t>&, const R::Pair&, int64_t, int,
+                                              std::vector<sweep::Chunk>&, std::vector<double>&)>
+                chain_sys;
+            chain_sys = [&](const std::vector<int32_t>& o, const R::Pair& env, int64_t mt, int depth,
+                            std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
+                const int64_t ko = static_cast<int64_t>(o.size());
+                std::vector<double> hout(ko, 1.0);
+                const std::vector<int32_t> top(o.begin(), o.begin() + mt), rest(o.begin() + mt, o.end());
+                R::Pair base1 = env;
+                if (mt > 0) {
+                    const R::Pair below = times(env, rest, one);
+                    const int64_t mt2 = depth + 1 < kChainDepth ? needy_group(top, below) : 0;
+                    const std::vector<double> ht = chain_sys(top, below, mt2, depth + 1, ch, wn);
+                    std::copy(ht.begin(), ht.end(), hout.begin());
+                    base1 = times(env, top, [&](std::size_t i) { return ht[i]; });
+                }
+                const int64_t m = std::min<int64_t>(kEventHead, ko - mt);
+                const std::vector<int32_t> head(rest.begin(), rest.begin() + m);
+                const std::vector<int32_t> tail(rest.rbegin(), rest.rend() - m);  // least needy first
+                // slack of the chain's whole set, Pr[S inside H*, S meets rest] (unresolved) - p(rest)
+                double qR = 0.0, pR = 0.0;
+                for (int32_t y : rest) { qR += q[y]; pR += p[y]; }
                 std::vector<double> sc(G);
-                for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qH * gr.t[g]);
-                R::Pair none = base;  // every token of Hp at weight 0
+                for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qR * gr.t[g]);
+                R::Pair none = base1;  // every token of rest at weight 0
                 none.scale(sc.data());
-                double s = total_of(times(base, Hp, one)) - total_of(none) - pH;
+                double s = total_of(times(base1, rest, one)) - total_of(none) - pR;
                 // down: tail over the head at weight 1 (w); E over the head at weight 0 (unvisited)
                 std::vector<double> hd(tail.size(), 1.0);
                 std::vector<char> frozen(tail.size(), 0);
-                const R::Pair bx = times(base, head, [](std::size_t) { return 0.0; });
-                R::pass(gr, q, tail, times(base, head, one), [&](int64_t i, double wi, double E) {
+                const R::Pair bx = times(base1, head, [](std::size_t) { return 0.0; });
+                R::pass(gr, q, tail, times(base1, head, one), [&](int64_t i, double wi, double E) {
                     const int32_t y = tail[i];
                     if (!(wi > 0.0)) return 1.0;  // wins nothing: never laid
                     const double dd = p[y] / wi, df = wi > E ? (s + p[y] - E) / (wi - E) : 1e300;
@@ -846,25 +895,37 @@ struct Optimal {
                     wn[y] = wi * d;
                     return hd[i] = 1.0 - d;
                 }, w, nullptr, &bx);
-                const std::vector<double> hh = watch_sweep(head, times(base, tail, [&](std::size_t i) { return hd[i]; }), ch, wn);
+                const std::vector<double> hh = watch_sweep(head, times(base1, tail, [&](std::size_t i) { return hd[i]; }), ch, wn);
+                std::copy(hh.begin(), hh.end(), hout.begin() + mt);
                 // up: the frozen tokens, last visited first, each until done
-                std::vector<int32_t> stack, rest;
-                std::vector<double> h0, hr;
+                std::vector<int32_t> stack, fin;  // frozen / finished in the down pass
+                std::vector<double> h0, hf;
+                std::vector<int64_t> spos;  // position of each stack token in o
                 for (std::size_t i = tail.size(); i-- > 0;) {
-                    if (frozen[i]) { stack.push_back(tail[i]); h0.push_back(hd[i]); }
-                    else { rest.push_back(tail[i]); hr.push_back(hd[i]); }
+                    const int64_t at = ko - 1 - static_cast<int64_t>(i);  // tail is o reversed
+                    if (frozen[i]) { stack.push_back(tail[i]); h0.push_back(hd[i]); spos.push_back(at); }
+                    else { fin.push_back(tail[i]); hf.push_back(hd[i]); hout[at] = hd[i]; }
                 }
-                const R::Pair eu = times(times(base, head, [&](std::size_t i) { return hh[i]; }), rest,
-                                         [&](std::size_t i) { return hr[i]; });
+                const R::Pair eu = times(times(base1, head, [&](std::size_t i) { return hh[i]; }), fin,
+                                         [&](std::size_t i) { return hf[i]; });
                 R::pass(gr, q, stack, eu, [&](int64_t i, double wi) {
                     const int32_t y = stack[i];
                     const double pi = p[y] - wn[y];
-                    if (!(wi > 0.0) || !(pi > 0.0)) return h0[i];
-                    const double d = std::min(pi / wi, h0[i]);
-                    ch.push_back({y, d});
-                    wn[y] += wi * d;
-                    return h0[i] - d;
+                    double hn = h0[i];
+                    if (wi > 0.0 && pi > 0.0) {
+                        const double d = std::min(pi / wi, h0[i]);
+                        ch.push_back({y, d});
+                        wn[y] += wi * d;
+                        hn = h0[i] - d;
+                    }
+                    return hout[spos[i]] = hn;
                 }, w, h0.data());
+                return hout;
+            };
+            auto run_chain = [&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn, int64_t mt) {
+                ch.clear();
+                for (int32_t y : Hp) wn[y] = 0.0;
+                chain_sys(ord, base, mt, 0, ch, wn);
                 return deficit_of(wn);
             };
             std::vector<sweep::Chunk> ch2;
@@ -876,8 +937,18 @@ struct Optimal {
             }
             if (def_best > kCertifyTol / 2) {
                 std::vector<double> won3(won);
-                const double d3 = run_chain(ch2, won3);
+                const double d3 = run_chain(ch2, won3, 0);
                 if (d3 < def_best) { chH.swap(ch2); won.swap(won3); def_best = d3; }
+            }
+            if (def_best > kCertifyTol / 2) {
+                // The chain below a nearly tight group of needy tokens (needy_group), which the exact
+                // sweep lays first (its smallest tight set) and the plain chain starves at the bottom.
+                const int64_t jt = needy_group(ord, base);
+                if (jt > 0) {
+                    std::vector<double> won4(won);
+                    const double d4 = run_chain(ch2, won4, jt);
+                    if (d4 < def_best) { chH.swap(ch2); won.swap(won4); def_best = d4; }
+                }
             }
             if (def_best > kCertifyTol / 2) {
                 std::vector<double> won3(won);
