@@ -676,7 +676,7 @@ struct Optimal {
                 R::pass(gr, q, rest, env, [&](int64_t i, double wi, double E) {
                     const int32_t y = rest[i];
                     double d = 1.0;
-                    if (wi > E && p[y] - E < wi - E) { d = std::max(0.0, (p[y] - E) / (wi - E)); frozen[i] = 1; }
+                    if (p[y] < wi && wi > E) { d = std::max(0.0, (p[y] - E) / (wi - E)); frozen[i] = 1; }
                     if (d > 0.0) chA.push_back({y, d});
                     won[y] = wi * d;
                     return hd[i] = 1.0 - d;
@@ -745,6 +745,15 @@ struct Optimal {
                 for (int32_t y : Hp) deficit += std::max(0.0, p[y] - wn[y]);
                 return deficit;
             };
+            // env times the factors of `toks` at weights hw(i)
+            auto times = [&](R::Pair P, const std::vector<int32_t>& toks, auto&& hw) {
+                for (std::size_t i = 0; i < toks.size(); ++i) {
+                    gr.factors(q[toks[i]], e.data(), b.data());
+                    P.add(e.data(), b.data(), hw(i), q[toks[i]]);
+                }
+                return P;
+            };
+            auto one = [](std::size_t) { return 1.0; };
             auto run = [&](bool bottom, std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
                 ch.clear();
                 for (int32_t y : Hp) wn[y] = 0.0;
@@ -762,44 +771,23 @@ struct Optimal {
                     return chh;
                 };
                 if (bottom) {  // the tail above the head, which sits at weight 1 while the tail is laid
-                    R::Pair bh = base;
-                    for (int32_t y : head) { gr.factors(q[y], e.data(), b.data()); bh.add(e.data(), b.data(), 1.0, q[y]); }
                     std::vector<double> hfin(tail.size(), 1.0);
-                    lay_greedy(tail, bh, ch, wn, &hfin);
-                    R::Pair env = base;
-                    for (std::size_t i = 0; i < tail.size(); ++i) {
-                        gr.factors(q[tail[i]], e.data(), b.data());
-                        env.add(e.data(), b.data(), hfin[i], q[tail[i]]);
-                    }
-                    if (m > 0) sweep_head(env);
+                    lay_greedy(tail, times(base, head, one), ch, wn, &hfin);
+                    if (m > 0) sweep_head(times(base, tail, [&](std::size_t i) { return hfin[i]; }));
                 } else {
                     R::Pair env = base;
-                    if (m > 0) {
-                        R::Pair bt = base;  // the tail below the head: weight 1 while the head is laid
-                        for (int32_t y : tail) { gr.factors(q[y], e.data(), b.data()); bt.add(e.data(), b.data(), 1.0, q[y]); }
-                        const auto chh = sweep_head(bt);
+                    if (m > 0) {  // the tail below the head: weight 1 while the head is laid
+                        const auto chh = sweep_head(times(base, tail, one));
                         std::vector<double> hgt(m, 1.0);
                         for (const auto& c : chh)
                             for (int64_t i = 0; i < m; ++i)
                                 if (head[i] == c.tok) hgt[i] -= c.mass;
-                        for (int64_t i = 0; i < m; ++i) {
-                            gr.factors(q[head[i]], e.data(), b.data());
-                            env.add(e.data(), b.data(), std::max(0.0, hgt[i]), q[head[i]]);
-                        }
+                        env = times(base, head, [&](std::size_t i) { return std::max(0.0, hgt[i]); });
                     }
                     lay_greedy(tail, env, ch, wn, nullptr);
                 }
                 return deficit_of(wn);
             };
-            // env times the factors of `toks` at weights hw(i)
-            auto times = [&](R::Pair P, const std::vector<int32_t>& toks, auto&& hw) {
-                for (std::size_t i = 0; i < toks.size(); ++i) {
-                    gr.factors(q[toks[i]], e.data(), b.data());
-                    P.add(e.data(), b.data(), hw(i), q[toks[i]]);
-                }
-                return P;
-            };
-            auto one = [](std::size_t) { return 1.0; };
             // The prefix-event sweep (sweep::race::Watch) on `head` over env; returns the final weights.
             auto watch_sweep = [&](const std::vector<int32_t>& head, const R::Pair& env, std::vector<sweep::Chunk>& ch,
                                    std::vector<double>& wn) {
