@@ -431,6 +431,8 @@ constexpr int64_t kBlock = 128;
 template <class Lay>
 inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
                  std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr) {
+    if constexpr (std::is_invocable_v<Lay, int64_t, double, double>)
+        if (!ex) throw std::invalid_argument("race::pass: lay(i, w, E) needs the environment `ex`");
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
     std::vector<double> e(G), b(G);
@@ -497,7 +499,8 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
 // to be prefixes of W's current rho order (rho = pi / (h w), neediest first) -- as they were in
 // every exact-rational run -- and everything else entering through an environment pair (tokens
 // outside W at their current weights). Each step costs a few O(|W| n G) scans, and the sweep takes
-// about two steps per token: O(|W|^2 n G). Used by Optimal::prepare_wor_race ("events" order).
+// about two steps per token: O(|W|^2 n G). Used by Optimal::prepare_wor_race (the heads of the
+// "events" order and of the chains).
 struct Watch {
     const Grid* gr = nullptr;
     const double *q = nullptr, *p = nullptr;
