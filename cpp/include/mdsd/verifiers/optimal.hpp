@@ -502,6 +502,8 @@ struct Optimal {
     static constexpr int64_t kEventHead = 256;  // tokens of the prefix-event heads ("chain", "events")
     static constexpr int kChainDepth = 8;       // levels of needy groups, each a chain on top of the next
     static constexpr int64_t kJumpScan = 2048;  // prefixes scanned for the end of that group
+    static constexpr int kChainRetries = 8;     // regroupings of one chain level on a violated visit
+    static constexpr double kViolationTol = 1e-12;  // relative: a removal slack below it is a violation
     static constexpr int kMaxRounds = 64;
     static constexpr int64_t kLawBytes = int64_t{256} << 20;  // marked law tables (core_law)
     static constexpr double kCertifyTol = 1e-9;  // alpha* - acceptance accepted as "optimal"
@@ -841,25 +843,40 @@ struct Optimal {
             // The chain on the tokens o (neediest first) over env; returns their final weights. With
             // mt > 0 the mt neediest first run a chain of their own on top (the others below them at
             // weight 1), below their own needy group, and so on (at most kChainDepth levels).
-            std::function<std::vector<double>(const std::vector<int32_t>&, const R::Pair&, int64_t, int,
+            // A group that turns tight during the down pass shows as the first visited token whose
+            // singleton-removal slack s + pi - E is already negative: the unvisited tokens at that
+            // point hold a violated set W. Two answers (two orders of trying, `split`):
+            //  - regroup: the chain runs again with W as its group on top (up to kChainRetries
+            //    times per level, the group growing each time);
+            //  - split: the exact sweep's own order -- the visits before the violating one stay,
+            //    W (with the token visited just before, whose laying made it tight) then runs as a
+            //    chain of its own, and the frozen tokens of the first part are completed below it.
+            struct ChainMode {
+                int depth = 0, retry = 0;
+                bool split = false;
+            };
+            std::function<std::vector<double>(const std::vector<int32_t>&, const R::Pair&, int64_t, ChainMode,
                                               std::vector<sweep::Chunk>&, std::vector<double>&)>
                 chain_sys;
-            chain_sys = [&](const std::vector<int32_t>& o, const R::Pair& env, int64_t mt, int depth,
+            chain_sys = [&](const std::vector<int32_t>& o, const R::Pair& env, int64_t mt, ChainMode md,
                             std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
                 const int64_t ko = static_cast<int64_t>(o.size());
+                const std::size_t ch0 = ch.size();
                 std::vector<double> hout(ko, 1.0);
                 const std::vector<int32_t> top(o.begin(), o.begin() + mt), rest(o.begin() + mt, o.end());
                 R::Pair base1 = env;
                 if (mt > 0) {
                     const R::Pair below = times(env, rest, one);
-                    const int64_t mt2 = depth + 1 < kChainDepth ? needy_group(top, below) : 0;
-                    const std::vector<double> ht = chain_sys(top, below, mt2, depth + 1, ch, wn);
+                    const int64_t mt2 = md.depth + 1 < kChainDepth ? needy_group(top, below) : 0;
+                    const std::vector<double> ht = chain_sys(top, below, mt2, {md.depth + 1, 0, md.split}, ch, wn);
                     std::copy(ht.begin(), ht.end(), hout.begin());
                     base1 = times(env, top, [&](std::size_t i) { return ht[i]; });
                 }
+                const std::size_t ch1 = ch.size();
                 const int64_t m = std::min<int64_t>(kEventHead, ko - mt);
                 const std::vector<int32_t> head(rest.begin(), rest.begin() + m);
                 const std::vector<int32_t> tail(rest.rbegin(), rest.rend() - m);  // least needy first
+                const int64_t kt = static_cast<int64_t>(tail.size());
                 // slack of the chain's whole set, Pr[S inside H*, S meets rest] (unresolved) - p(rest)
                 double qR = 0.0, pR = 0.0;
                 for (int32_t y : rest) { qR += q[y]; pR += p[y]; }
@@ -867,34 +884,65 @@ struct Optimal {
                 for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qR * gr.t[g]);
                 R::Pair none = base1;  // every token of rest at weight 0
                 none.scale(sc.data());
-                double s = total_of(times(base1, rest, one)) - total_of(none) - pR;
-                // down: tail over the head at weight 1 (w); E over the head at weight 0 (unvisited)
-                std::vector<double> hd(tail.size(), 1.0);
-                std::vector<char> frozen(tail.size(), 0);
+                const double s_rest = total_of(times(base1, rest, one)) - total_of(none) - pR;
+                // down: tail over the head at weight 1 (w); E over the head at weight 0 (unvisited).
+                // Only the first `cut` tail tokens are visited (the others stay at weight 1).
+                std::vector<double> hd(kt, 1.0);
+                std::vector<char> frozen(kt, 0);
                 const R::Pair bx = times(base1, head, [](std::size_t) { return 0.0; });
-                R::pass(gr, q, tail, times(base1, head, one), [&](int64_t i, double wi, double E) {
-                    const int32_t y = tail[i];
-                    if (!(wi > 0.0)) return 1.0;  // wins nothing: never laid
-                    const double dd = p[y] / wi, df = wi > E ? (s + p[y] - E) / (wi - E) : 1e300;
-                    double d;
-                    if (df < dd && df < 1.0) { d = std::max(0.0, df); frozen[i] = 1; s = 0.0; }
-                    else { d = std::min(dd, 1.0); s += (p[y] - wi * d) - (1.0 - d) * E; }
-                    if (d > 0.0) ch.push_back({y, d});
-                    wn[y] = wi * d;
-                    return hd[i] = 1.0 - d;
-                }, w, nullptr, &bx);
-                const std::vector<double> hh = watch_sweep(head, times(base1, tail, [&](std::size_t i) { return hd[i]; }), ch, wn);
-                std::copy(hh.begin(), hh.end(), hout.begin() + mt);
-                // up: the frozen tokens, last visited first, each until done
+                auto down = [&](int64_t cut) {
+                    double s = s_rest;
+                    int64_t iv = -1;  // the first visit that finds its removal slack negative
+                    R::pass(gr, q, tail, times(base1, head, one), [&](int64_t i, double wi, double E) {
+                        const int32_t y = tail[i];
+                        if (i >= cut || !(wi > 0.0)) return 1.0;  // unvisited, or wins nothing: never laid
+                        const double dd = p[y] / wi, df = wi > E ? (s + p[y] - E) / (wi - E) : 1e300;
+                        if (iv < 0 && wi > E && s + p[y] - E < -kViolationTol * (p[y] + E)) iv = i;
+                        double d;
+                        if (df < dd && df < 1.0) { d = std::max(0.0, df); frozen[i] = 1; s = 0.0; }
+                        else { d = std::min(dd, 1.0); s += (p[y] - wi * d) - (1.0 - d) * E; }
+                        if (d > 0.0) ch.push_back({y, d});
+                        wn[y] = wi * d;
+                        return hd[i] = 1.0 - d;
+                    }, w, nullptr, &bx);
+                    return iv;
+                };
+                const int64_t iv = down(kt);
+                if (!md.split && iv > 0 && md.retry < kChainRetries && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
+                    ch.resize(ch0);
+                    for (int32_t y : o) wn[y] = 0.0;
+                    return chain_sys(o, env, ko - iv, {md.depth, md.retry + 1, false}, ch, wn);
+                }
+                // The unvisited part: the head by the prefix-event sweep, or (split) rest[0 .. kw) as a
+                // chain of its own. Then the frozen tokens among the c visited, last visited first,
+                // each until done, below everything else.
+                int64_t c = kt, kw = m;
+                std::vector<double> hw;
+                if (md.split && iv > 1 && md.depth + 1 < kChainDepth) {
+                    c = iv - 1;
+                    kw = ko - mt - c;
+                    ch.resize(ch1);
+                    for (int32_t y : rest) wn[y] = 0.0;
+                    std::fill(hd.begin(), hd.end(), 1.0);
+                    std::fill(frozen.begin(), frozen.end(), 0);
+                    down(c);
+                    const std::vector<int32_t> W(rest.begin(), rest.begin() + kw), vis(tail.begin(), tail.begin() + c);
+                    hw = chain_sys(W, times(base1, vis, [&](std::size_t i) { return hd[i]; }), 0,
+                                   {md.depth + 1, 0, true}, ch, wn);
+                } else {
+                    hw = watch_sweep(head, times(base1, tail, [&](std::size_t i) { return hd[i]; }), ch, wn);
+                }
+                std::copy(hw.begin(), hw.end(), hout.begin() + mt);
                 std::vector<int32_t> stack, fin;  // frozen / finished in the down pass
                 std::vector<double> h0, hf;
                 std::vector<int64_t> spos;  // position of each stack token in o
-                for (std::size_t i = tail.size(); i-- > 0;) {
-                    const int64_t at = ko - 1 - static_cast<int64_t>(i);  // tail is o reversed
+                for (int64_t i = c; i-- > 0;) {
+                    const int64_t at = ko - 1 - i;  // tail is o reversed
                     if (frozen[i]) { stack.push_back(tail[i]); h0.push_back(hd[i]); spos.push_back(at); }
                     else { fin.push_back(tail[i]); hf.push_back(hd[i]); hout[at] = hd[i]; }
                 }
-                const R::Pair eu = times(times(base1, head, [&](std::size_t i) { return hh[i]; }), fin,
+                const std::vector<int32_t> unv(rest.begin(), rest.begin() + kw);
+                const R::Pair eu = times(times(base1, unv, [&](std::size_t i) { return hw[i]; }), fin,
                                          [&](std::size_t i) { return hf[i]; });
                 R::pass(gr, q, stack, eu, [&](int64_t i, double wi) {
                     const int32_t y = stack[i];
@@ -910,10 +958,10 @@ struct Optimal {
                 }, w, h0.data());
                 return hout;
             };
-            auto run_chain = [&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn, int64_t mt) {
+            auto run_chain = [&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn, int64_t mt, bool split) {
                 ch.clear();
                 for (int32_t y : Hp) wn[y] = 0.0;
-                chain_sys(ord, base, mt, 0, ch, wn);
+                chain_sys(ord, base, mt, {0, 0, split}, ch, wn);
                 return deficit_of(wn);
             };
             std::vector<sweep::Chunk> ch2;
@@ -932,9 +980,10 @@ struct Optimal {
             int64_t jt = -1;
             try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
                 jt = needy_group(ord, base);
-                return run_chain(ch, wn, jt);
+                return run_chain(ch, wn, jt, false);
             });
-            if (jt > 0) try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) { return run_chain(ch, wn, 0); });
+            if (jt > 0) try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) { return run_chain(ch, wn, 0, false); });
+            try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) { return run_chain(ch, wn, jt, true); });
             try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) { return run(true, ch, wn); });
             try_order(run_events);
         }
