@@ -503,6 +503,7 @@ struct Optimal {
     static constexpr int kChainDepth = 8;       // levels of needy groups, each a chain on top of the next
     static constexpr int64_t kJumpScan = 2048;  // prefixes scanned for the end of that group
     static constexpr int kChainRetries = 8;     // regroupings of one chain level on a violated visit
+    static constexpr int64_t kChainCalls = 128; // chains per order before retries stop (they nest)
     static constexpr int kOuterMoves = 32;      // re-orderings of the outer chain (2 core passes each)
     static constexpr double kViolationTol = 1e-12;  // relative: a removal slack below it is a violation
     static constexpr int kMaxRounds = 64;
@@ -899,9 +900,14 @@ struct Optimal {
             std::function<std::vector<double>(const std::vector<int32_t>&, const R::Pair&, int64_t, ChainMode,
                                               std::vector<sweep::Chunk>&, std::vector<double>&)>
                 chain_sys;
+            // Retries nest (a regrouped level reruns the levels below it), so their number is capped
+            // per order: past kChainCalls chains the violations are left as they are. The most a
+            // certified shipped row used is 121 (n = 2 and 4).
+            int64_t chain_calls = 0;
             chain_sys = [&](const std::vector<int32_t>& o, const R::Pair& env, int64_t mt, ChainMode md,
                             std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
                 const int64_t ko = static_cast<int64_t>(o.size());
+                const bool may_retry = ++chain_calls <= kChainCalls;
                 const std::size_t ch0 = ch.size();
                 std::vector<double> hout(ko, 1.0);
                 const std::vector<int32_t> top(o.begin(), o.begin() + mt), rest(o.begin() + mt, o.end());
@@ -949,7 +955,7 @@ struct Optimal {
                     return iv;
                 };
                 const int64_t iv = down(kt);
-                if (!md.split && iv > 0 && md.retry < kChainRetries && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
+                if (may_retry && !md.split && iv > 0 && md.retry < kChainRetries && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
                     ch.resize(ch0);
                     for (int32_t y : o) wn[y] = 0.0;
                     return chain_sys(o, env, ko - iv, {md.depth, md.retry + 1, false}, ch, wn);
@@ -959,7 +965,7 @@ struct Optimal {
                 // each until done, below everything else.
                 int64_t c = kt, kw = m;
                 std::vector<double> hw;
-                if (md.split && iv > 1 && md.depth + 1 < kChainDepth) {
+                if (may_retry && md.split && iv > 1 && md.depth + 1 < kChainDepth) {
                     c = iv - 1;
                     kw = ko - mt - c;
                     ch.resize(ch1);
@@ -1002,6 +1008,7 @@ struct Optimal {
             auto run_chain = [&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn, int64_t mt, bool split) {
                 ch.clear();
                 for (int32_t y : Hp) wn[y] = 0.0;
+                chain_calls = 0;
                 chain_sys(ord, base, mt, {0, 0, split}, ch, wn);
                 return deficit_of(wn);
             };
