@@ -487,13 +487,15 @@ struct Optimal {
     // remaining core (every rho < 1) then runs the exact subset sweep at the bottom, on the law of
     // S ∩ core among the sets that hold no token laid above. Exact whenever the core has at most
     // kMaxSystem tokens; otherwise the core runs the "chain" (the exact sweep's own shape: tokens
-    // frozen one at a time, then completed in reverse) and any excess load is cut by the coin.
+    // frozen one at a time, then completed in reverse), re-ordered on violated visits, and any
+    // excess load is cut by the coin.
     // Inner: the kHead neediest tokens (largest rho) run the exact sweep on the law of
     // S ∩ head, laid above the tail; each tail token is then laid, by descending rho, until it has
     // won exactly p (or whole, with a deficit, if it cannot); if that falls short, the inner chain
     // (least needy first, frozen one at a time, the kEventHead neediest swept with prefix events at
     // the bottom) below the nearly tight group of needy tokens (itself a chain, recursively), then
-    // the plain chain, then the reverse order (least needy first, the neediest m_max swept exactly
+    // the plain chain -- both regrouping on violated visits --, then the split chain, then the
+    // reverse order (least needy first, the neediest m_max swept exactly
     // at the bottom), then the sweep itself with prefix events on the kEventHead neediest (above
     // the greedy tail); the plan with the smallest deficit is kept. A row still short runs
     // again with no split (one inner system over supp q). Reaching alpha* is therefore
