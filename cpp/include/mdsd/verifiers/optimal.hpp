@@ -633,10 +633,26 @@ struct Optimal {
             for (std::size_t i = 0; i < idx.size(); ++i) out[i] = toks[idx[i]];
             return out;
         };
+        // H* once at weight 1: its tokens with p = 0 (never laid: folded into every inner pass's
+        // base instead of being swept; up to half of an LLM row's support), and the others (Hp) with
+        // their w at weight 1 -- the inner ratio order. Together they are the outer environment.
+        std::vector<int32_t> Hp;
+        R::Pair base0;
+        base0.unit(n, G);
+        Hp.reserve(Hs.size());
+        for (int32_t y : Hs) {
+            if (p[y] > 0.0) { Hp.push_back(y); continue; }
+            gr.factors(q[y], e.data(), b.data());
+            base0.add(e.data(), b.data(), 1.0, q[y]);
+        }
+        std::vector<double> sc(G);  // A-tokens end the inner system (weight 0: the factor e^{-q(A) t})
+        for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qA * gr.t[g]);
+        R::Pair base = base0;
+        base.scale(sc.data());
+        std::vector<double> w_hp;
+        const R::Pair php = R::loo_weights(gr, q, Hp, base, w_hp);
         if (!As.empty()) {  // outer: H* tokens never block (weight 1)
-            R::Pair env;
-            env.unit(n, G);
-            for (int32_t y : Hs) { gr.factors(q[y], e.data(), b.data()); env.add(e.data(), b.data(), 1.0, q[y]); }
+            R::Pair env = R::mul(base0, php);
             std::vector<int32_t> rest = As;
             R::pass(gr, q, rest, env, [](int64_t, double) { return 1.0; }, w);
             std::vector<double> rho(rest.size());
@@ -742,24 +758,9 @@ struct Optimal {
                 for (int32_t y : rest) won[y] = best_won[y];
             }
         }
-        if (!Hs.empty()) {  // inner: A-tokens end the system (weight 0: the factor e^{-q(A) t})
-            R::Pair base;
-            base.unit(n, G);
-            std::vector<double> sc(G);
-            for (int64_t g = 0; g < G; ++g) sc[g] = std::exp(-qA * gr.t[g]);
-            base.scale(sc.data());
-            // Tokens with p = 0 are never laid (weight 1 throughout): folded into the base once
-            // instead of being swept by every pass (up to half of an LLM row's support).
-            std::vector<int32_t> Hp;
-            Hp.reserve(Hs.size());
-            for (int32_t y : Hs) {
-                if (p[y] > 0.0) { Hp.push_back(y); continue; }
-                gr.factors(q[y], e.data(), b.data());
-                base.add(e.data(), b.data(), 1.0, q[y]);
-            }
-            R::pass(gr, q, Hp, base, [](int64_t, double) { return 1.0; }, w);
+        if (!Hs.empty()) {  // inner: base = A at weight 0 and H*'s p = 0 tokens at weight 1
             std::vector<double> rho(Hp.size());
-            for (std::size_t i = 0; i < Hp.size(); ++i) rho[i] = rho_of(Hp[i], w[i]);
+            for (std::size_t i = 0; i < Hp.size(); ++i) rho[i] = rho_of(Hp[i], w_hp[i]);
             const std::vector<int32_t> ord = sorted_by_rho(Hp, rho);  // neediest first
             // Orders of the same race; each runs only if the ones before fall short (the order of
             // trying them is below).
@@ -773,7 +774,7 @@ struct Optimal {
             // The greedy pass: each token of `tl` (below everything in env) laid until it has won
             // exactly p, or whole with a deficit; hfin (optional) receives the final weights.
             auto lay_greedy = [&](const std::vector<int32_t>& tl, const R::Pair& env, std::vector<sweep::Chunk>& ch,
-                                  std::vector<double>& wn, std::vector<double>* hfin) {
+                                  std::vector<double>& wn, std::vector<double>* hfin, const R::Checks* ck = nullptr) {
                 R::pass(gr, q, tl, env, [&](int64_t i, double wi) {
                     const int32_t y = tl[i];
                     double h = 1.0;  // wi = 0: never laid, every draw lands below reject
@@ -784,7 +785,7 @@ struct Optimal {
                     }
                     if (hfin) (*hfin)[i] = h;
                     return h;
-                }, w);
+                }, w, nullptr, nullptr, ck);
             };
             auto deficit_of = [&](const std::vector<double>& wn) {
                 double deficit = 0.0;
@@ -822,15 +823,18 @@ struct Optimal {
                     if (m > 0) sweep_head(times(base, tail, [&](std::size_t i) { return hfin[i]; }));
                 } else {
                     R::Pair env = base;
+                    // the tail's suffix products at weight 1: its whole product for the head's
+                    // environment, and the greedy pass's checkpoints
+                    const R::Checks ckt = R::suffix_checks(gr, q, tail, nullptr);
                     if (m > 0) {  // the tail below the head: weight 1 while the head is laid
-                        const auto chh = sweep_head(times(base, tail, one));
+                        const auto chh = sweep_head(R::mul(base, ckt.at(0, n, G)));
                         std::vector<double> hgt(m, 1.0);
                         for (const auto& c : chh)
                             for (int64_t i = 0; i < m; ++i)
                                 if (head[i] == c.tok) hgt[i] -= c.mass;
                         env = times(base, head, [&](std::size_t i) { return std::max(0.0, hgt[i]); });
                     }
-                    lay_greedy(tail, env, ch, wn, nullptr);
+                    lay_greedy(tail, env, ch, wn, nullptr, &ckt);
                 }
                 return deficit_of(wn);
             };

@@ -340,6 +340,47 @@ struct Grid {
     }
 };
 
+// (dP, dD) = (sP, sD) times a token factor e + x h b with seed h q e, on n x G coefficient rows
+// ([c][g]); in place when d == s (row c reads only rows c and c - 1 of s, and rows go down).
+inline void mul_factor(int n, int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* e,
+                       const double* b, double h, double q) {
+    if (h == 0.0) {  // the factor is e alone (same values as the general form below)
+        for (int c = 0; c < n; ++c) {
+            const std::size_t o = static_cast<std::size_t>(c) * G;
+            for (int64_t g = 0; g < G; ++g) {
+                dD[o + g] = sD[o + g] * e[g];
+                dP[o + g] = sP[o + g] * e[g];
+            }
+        }
+        return;
+    }
+    for (int c = n - 1; c >= 0; --c) {  // row c reads rows c and c - 1 of s: rows go down
+        const double* Pc = sP + static_cast<std::size_t>(c) * G;
+        const double* Dc = sD + static_cast<std::size_t>(c) * G;
+        double* oP = dP + static_cast<std::size_t>(c) * G;
+        double* oD = dD + static_cast<std::size_t>(c) * G;
+        if (c) {
+            const double* Pm = sP + static_cast<std::size_t>(c - 1) * G;
+            const double* Dm = sD + static_cast<std::size_t>(c - 1) * G;
+            for (int64_t g = 0; g < G; ++g) {
+                double dn = Dc[g] * e[g] + h * q * e[g] * Pc[g];
+                double pn = Pc[g] * e[g];
+                dn += Dm[g] * h * b[g];
+                pn += Pm[g] * h * b[g];
+                oD[g] = dn;
+                oP[g] = pn;
+            }
+        } else {
+            for (int64_t g = 0; g < G; ++g) {
+                const double dn = Dc[g] * e[g] + h * q * e[g] * Pc[g];
+                const double pn = Pc[g] * e[g];
+                oD[g] = dn;
+                oP[g] = pn;
+            }
+        }
+    }
+}
+
 // (Pi, D) on the grid, coefficients of x^0 .. x^{n-1}, laid out [c][g].
 struct Pair {
     int n = 0;
@@ -354,19 +395,7 @@ struct Pair {
     }
     // times a token factor e + x h b with seed h q e
     void add(const double* e, const double* b, double h, double q) {
-        for (int c = n - 1; c >= 0; --c) {
-            double* Pc = Pi.data() + static_cast<std::size_t>(c) * G;
-            double* Dc = D.data() + static_cast<std::size_t>(c) * G;
-            const double* Pm = c ? Pi.data() + static_cast<std::size_t>(c - 1) * G : nullptr;
-            const double* Dm = c ? D.data() + static_cast<std::size_t>(c - 1) * G : nullptr;
-            for (int64_t g = 0; g < G; ++g) {
-                double dn = Dc[g] * e[g] + h * q * e[g] * Pc[g];
-                double pn = Pc[g] * e[g];
-                if (c) { dn += Dm[g] * h * b[g]; pn += Pm[g] * h * b[g]; }
-                Dc[g] = dn;
-                Pc[g] = pn;
-            }
-        }
+        mul_factor(n, G, Pi.data(), D.data(), Pi.data(), D.data(), e, b, h, q);
     }
     void scale(const double* s) {
         for (int c = 0; c < n; ++c)
@@ -379,7 +408,8 @@ struct Pair {
 
 // w_y from the pair of the tokens before y (a) and after it (b): Pi_{-y} = a.Pi b.Pi,
 // D_{-y} = a.D b.Pi + a.Pi b.D (only the coefficients n-1 and n-2 are needed).
-inline double w_of(const Grid& gr, const Pair& a, const Pair& b, const double* e, const double* bb, double qy) {
+inline double w_raw(const Grid& gr, const double* aP, const double* aD, const double* bP, const double* bD,
+                    const double* e, const double* bb, double qy) {
     const int n = gr.n;
     const int64_t G = gr.G;
     double acc = 0.0;
@@ -388,15 +418,18 @@ inline double w_of(const Grid& gr, const Pair& a, const Pair& b, const double* e
         for (int i = 0; i < n; ++i) {
             const std::size_t ai = static_cast<std::size_t>(i) * G + g;
             const std::size_t bi = static_cast<std::size_t>(n - 1 - i) * G + g;
-            pi += a.Pi[ai] * b.Pi[bi];
+            pi += aP[ai] * bP[bi];
             if (i <= n - 2) {
                 const std::size_t bj = static_cast<std::size_t>(n - 2 - i) * G + g;
-                d += a.D[ai] * b.Pi[bj] + a.Pi[ai] * b.D[bj];
+                d += aD[ai] * bP[bj] + aP[ai] * bD[bj];
             }
         }
         acc += gr.wt[g] * (qy * e[g] * pi + bb[g] * d);
     }
     return acc;
+}
+inline double w_of(const Grid& gr, const Pair& a, const Pair& b, const double* e, const double* bb, double qy) {
+    return w_raw(gr, a.Pi.data(), a.D.data(), b.Pi.data(), b.D.data(), e, bb, qy);
 }
 
 // Product of two pairs (the tokens of both), truncated at x^{n-1}.
@@ -428,26 +461,63 @@ inline Pair mul(const Pair& a, const Pair& b) {
 // `ex`, suffix at weight 0 (the factor e^{-q(suffix) t}).
 constexpr int64_t kBlock = 128;
 
-template <class Lay>
-inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
-                 std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr) {
-    if constexpr (std::is_invocable_v<Lay, int64_t, double, double>)
-        if (!ex) throw std::invalid_argument("race::pass: lay(i, w, E) needs the environment `ex`");
+// Suffix pairs of toks at weight h0 (1 if null) at the block starts: check c = tokens
+// [c kBlock, k), flat (Pi then D, 2 S doubles each); check 0 is the product of all of toks.
+struct Checks {
+    int64_t nb = 0;
+    std::size_t S = 0;
+    std::vector<double> v;
+    Pair at(int64_t c, int n, int64_t G) const {
+        Pair x;
+        x.n = n;
+        x.G = G;
+        x.Pi.assign(v.begin() + c * 2 * S, v.begin() + c * 2 * S + S);
+        x.D.assign(v.begin() + c * 2 * S + S, v.begin() + (c + 1) * 2 * S);
+        return x;
+    }
+};
+inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const double* h0) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
+    Checks ck;
+    ck.S = static_cast<std::size_t>(n) * G;
+    ck.nb = (k + kBlock - 1) / kBlock;
+    ck.v.resize(static_cast<std::size_t>(ck.nb + 1) * 2 * ck.S);
     std::vector<double> e(G), b(G);
-    const int64_t nb = (k + kBlock - 1) / kBlock;
-    std::vector<Pair> check(nb + 1);  // check[c]: suffix pair of tokens [c * kBlock, k) at weight h0
     Pair s;
     s.unit(n, G);
-    check[nb] = s;
-    for (int64_t c = nb - 1; c >= 0; --c) {
+    auto put = [&](int64_t c) {
+        std::copy(s.Pi.begin(), s.Pi.end(), ck.v.begin() + c * 2 * ck.S);
+        std::copy(s.D.begin(), s.D.end(), ck.v.begin() + c * 2 * ck.S + ck.S);
+    };
+    put(ck.nb);
+    for (int64_t c = ck.nb - 1; c >= 0; --c) {
         for (int64_t i = std::min(k, (c + 1) * kBlock) - 1; i >= c * kBlock; --i) {
             gr.factors(q[toks[i]], e.data(), b.data());
             s.add(e.data(), b.data(), h0 ? h0[i] : 1.0, q[toks[i]]);
         }
-        check[c] = s;
+        put(c);
     }
+    return ck;
+}
+
+// `ck`: the suffix checks of toks at h0, if the caller already has them (suffix_checks).
+template <class Lay>
+inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
+                 std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr,
+                 const Checks* ck = nullptr) {
+    if constexpr (std::is_invocable_v<Lay, int64_t, double, double>)
+        if (!ex) throw std::invalid_argument("race::pass: lay(i, w, E) needs the environment `ex`");
+    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
+    const int n = gr.n;
+    const std::size_t S = static_cast<std::size_t>(n) * G;  // doubles per Pi (or D)
+    const int64_t nb = (k + kBlock - 1) / kBlock;
+    Checks own;
+    if (!ck) {
+        own = suffix_checks(gr, q, toks, h0);
+        ck = &own;
+    }
+    const std::vector<double>& check = ck->v;
     w_out.assign(k, 0.0);
     Pair pre = base, pex;
     std::vector<double> qsuf, sc;  // ex: q(toks[i..k)) and the suffix factors e^{-q(suffix) t} of a block
@@ -457,25 +527,33 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
         for (int64_t i = k - 1; i >= 0; --i) qsuf[i] = qsuf[i + 1] + q[toks[i]];
         sc.resize(static_cast<std::size_t>(kBlock + 1) * G);
     }
-    std::vector<Pair> inside;
+    // Per block: inside[j] = suffix pair of tokens [lo + j, k) (flat, 2 S doubles each), and the
+    // factors of the block's tokens (computed once, used by both sweeps).
+    std::vector<double> inside(static_cast<std::size_t>(kBlock + 1) * 2 * S), fe(kBlock * G), fb(kBlock * G);
     for (int64_t c = 0; c < nb; ++c) {
         const int64_t lo = c * kBlock, hi = std::min(k, lo + kBlock);
-        inside.assign(hi - lo + 1, Pair());
-        inside[hi - lo] = check[c + 1];
+        std::copy(check.begin() + (c + 1) * 2 * S, check.begin() + (c + 2) * 2 * S,
+                  inside.begin() + static_cast<std::size_t>(hi - lo) * 2 * S);
         if (ex)
             for (int64_t g = 0; g < G; ++g) sc[static_cast<std::size_t>(hi - lo) * G + g] = std::exp(-qsuf[hi] * gr.t[g]);
-        for (int64_t i = hi - 1; i > lo; --i) {
-            inside[i - lo] = inside[i - lo + 1];
-            gr.factors(q[toks[i]], e.data(), b.data());
-            inside[i - lo].add(e.data(), b.data(), h0 ? h0[i] : 1.0, q[toks[i]]);
+        for (int64_t i = hi - 1; i >= lo; --i) {
+            double* ei = &fe[(i - lo) * G];
+            double* bi = &fb[(i - lo) * G];
+            gr.factors(q[toks[i]], ei, bi);
+            if (i == lo) break;
+            const double* src = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
+            double* dst = &inside[static_cast<std::size_t>(i - lo) * 2 * S];
+            mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, h0 ? h0[i] : 1.0, q[toks[i]]);
             if (ex)
                 for (int64_t g = 0; g < G; ++g)
-                    sc[static_cast<std::size_t>(i - lo) * G + g] = sc[static_cast<std::size_t>(i - lo + 1) * G + g] * e[g];
+                    sc[static_cast<std::size_t>(i - lo) * G + g] = sc[static_cast<std::size_t>(i - lo + 1) * G + g] * ei[g];
         }
         for (int64_t i = lo; i < hi; ++i) {
             const double qy = q[toks[i]];
-            gr.factors(qy, e.data(), b.data());
-            const double w = w_of(gr, pre, inside[i - lo + 1], e.data(), b.data(), qy);
+            const double* ei = &fe[(i - lo) * G];
+            const double* bi = &fb[(i - lo) * G];
+            const double* in = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
+            const double w = w_raw(gr, pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, qy);
             w_out[i] = w;
             double h;
             if constexpr (std::is_invocable_v<Lay, int64_t, double, double>) {
@@ -484,15 +562,100 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
                 const double* P1 = &pex.Pi[static_cast<std::size_t>(n - 1) * G];
                 const double* D2 = n >= 2 ? &pex.D[static_cast<std::size_t>(n - 2) * G] : nullptr;
                 for (int64_t g = 0; g < G; ++g)
-                    E += gr.wt[g] * s1[g] * (qy * e[g] * P1[g] + (D2 ? b[g] * D2[g] : 0.0));
+                    E += gr.wt[g] * s1[g] * (qy * ei[g] * P1[g] + (D2 ? bi[g] * D2[g] : 0.0));
                 h = lay(i, w, E);
-                pex.add(e.data(), b.data(), h, qy);
+                pex.add(ei, bi, h, qy);
             } else {
                 h = lay(i, w);
             }
-            pre.add(e.data(), b.data(), h, qy);
+            pre.add(ei, bi, h, qy);
         }
     }
+}
+
+// w_y of every token of `toks` over `base`, all of `toks` at weight 1 -- for ordering tokens only
+// (the loads of a plan always come from `pass`). At weight 1, w_y depends on y only through q_y.
+// For q t <= ln 2 on the grid ("small" tokens), w(q) = w of a token of mass q divided out of the
+// total product (the recurrence amplifies rounding by at most 2^n) is analytic in q t and is
+// interpolated from kLooNodes Chebyshev nodes; the other tokens run a pass over themselves.
+// Returns the product of `toks` at weight 1 (without base).
+constexpr int kLooNodes = 24;
+inline Pair loo_weights(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base,
+                        std::vector<double>& w_out) {
+    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
+    const int n = gr.n;
+    const double qcut = std::log(2.0) / gr.t[G - 1];
+    std::vector<double> e(G), b(G);
+    std::vector<int32_t> big;
+    std::vector<int64_t> big_at;
+    Pair ps;  // the small tokens
+    ps.unit(n, G);
+    double qsmall = 0.0;
+    for (int64_t i = 0; i < k; ++i) {
+        const double qy = q[toks[i]];
+        if (qy > qcut) { big.push_back(toks[i]); big_at.push_back(i); continue; }
+        qsmall = std::max(qsmall, qy);
+        gr.factors(qy, e.data(), b.data());
+        ps.add(e.data(), b.data(), 1.0, qy);
+    }
+    w_out.assign(k, 0.0);
+    Pair env = mul(base, ps), pb;
+    pb.unit(n, G);
+    if (!big.empty()) {
+        std::vector<double> wb;
+        pass(gr, q, big, env, [](int64_t, double) { return 1.0; }, wb);
+        for (std::size_t j = 0; j < big.size(); ++j) {
+            w_out[big_at[j]] = wb[j];
+            gr.factors(q[big[j]], e.data(), b.data());
+            pb.add(e.data(), b.data(), 1.0, q[big[j]]);
+        }
+    }
+    if (!(qsmall > 0.0)) return mul(ps, pb);
+    const Pair tot = mul(env, pb);
+    // w(x) / x at the nodes x_j = qsmall (1 + cos(pi (j + 1/2) / N)) / 2, by division:
+    // Pi_{-y}[c] = (Pi[c] - b Pi_{-y}[c-1]) / e, D_{-y}[c] = (D[c] - q e Pi_{-y}[c] - b D_{-y}[c-1]) / e
+    constexpr int N = kLooNodes;
+    const double pi_ = 3.141592653589793;
+    double fx[N], cf[N];
+    std::vector<double> pi(G), d(G), pi1(G), d1(G);
+    for (int j = 0; j < N; ++j) {
+        const double x = 0.5 * qsmall * (1.0 + std::cos(pi_ * (j + 0.5) / N));
+        gr.factors(x, e.data(), b.data());
+        std::fill(pi.begin(), pi.end(), 0.0);
+        std::fill(d.begin(), d.end(), 0.0);
+        for (int c = 0; c < n; ++c) {
+            const double* P = &tot.Pi[static_cast<std::size_t>(c) * G];
+            const double* D = &tot.D[static_cast<std::size_t>(c) * G];
+            for (int64_t g = 0; g < G; ++g) {
+                pi1[g] = (P[g] - b[g] * pi[g]) / e[g];
+                d1[g] = (D[g] - x * e[g] * pi1[g] - b[g] * d[g]) / e[g];
+            }
+            if (c == n - 1) break;  // pi1 = Pi_{-y}[n-1], d = D_{-y}[n-2]
+            pi.swap(pi1);
+            d.swap(d1);
+        }
+        double acc = 0.0;
+        for (int64_t g = 0; g < G; ++g) acc += gr.wt[g] * (x * e[g] * pi1[g] + b[g] * d[g]);
+        fx[j] = acc / x;
+    }
+    for (int m = 0; m < N; ++m) {  // Chebyshev coefficients
+        double c = 0.0;
+        for (int j = 0; j < N; ++j) c += fx[j] * std::cos(pi_ * m * (j + 0.5) / N);
+        cf[m] = (m ? 2.0 : 1.0) * c / N;
+    }
+    for (int64_t i = 0; i < k; ++i) {
+        const double qy = q[toks[i]];
+        if (qy > qcut) continue;
+        const double u = 2.0 * qy / qsmall - 1.0;  // Clenshaw on [-1, 1]
+        double b1 = 0.0, b2 = 0.0;
+        for (int m = N - 1; m >= 1; --m) {
+            const double t = 2.0 * u * b1 - b2 + cf[m];
+            b2 = b1;
+            b1 = t;
+        }
+        w_out[i] = qy * (u * b1 - b2 + cf[0]);
+    }
+    return mul(ps, pb);
 }
 
 // The inner sweep (sweep::inner) on a set W of tokens at full vocabulary, with its tight sets taken
@@ -510,7 +673,8 @@ struct Watch {
     Pair fixed;  // the done W tokens at their final weights
     std::vector<Chunk>* chunks = nullptr;
     std::vector<double>* won = nullptr;  // by token id
-    std::vector<double> e, b;
+    std::vector<double> fe, fb;  // the factors of tok (token i at i * G)
+    std::vector<double> suf;      // scan's buffer (kept: a sweep runs thousands of scans)
 
     void init(const Grid& g, const double* q_, const double* p_, std::vector<int32_t> t, std::vector<Chunk>* ch,
               std::vector<double>* wn) {
@@ -520,8 +684,9 @@ struct Watch {
         done.assign(tok.size(), 0);
         for (std::size_t i = 0; i < tok.size(); ++i) pi[i] = p[tok[i]];
         fixed.unit(g.n, g.G);
-        e.resize(g.G);
-        b.resize(g.G);
+        fe.resize(tok.size() * g.G);
+        fb.resize(tok.size() * g.G);
+        for (std::size_t i = 0; i < tok.size(); ++i) g.factors(q[tok[i]], &fe[i * g.G], &fb[i * g.G]);
     }
     std::vector<int64_t> active() const {
         std::vector<int64_t> a;
@@ -535,19 +700,28 @@ struct Watch {
               std::vector<double>& v) {
         const int64_t a = static_cast<int64_t>(o.size());
         auto wt = [&](int64_t k) { return k == ov ? hov : h[k]; };
-        std::vector<Pair> suf(a + 1);
-        suf[a].unit(gr->n, gr->G);
+        // suffix pairs of o[i..a), flat (Pi then D, 2 S doubles each), and the factors of o
+        const int n = gr->n;
+        const int64_t G = gr->G;
+        const std::size_t S = static_cast<std::size_t>(n) * G;
+        suf.resize(static_cast<std::size_t>(a + 1) * 2 * S);
+        std::fill(suf.begin() + a * 2 * S, suf.begin() + (a + 1) * 2 * S, 0.0);
+        std::fill(suf.begin() + a * 2 * S, suf.begin() + a * 2 * S + G, 1.0);
         for (int64_t i = a - 1; i >= 0; --i) {
-            suf[i] = suf[i + 1];
-            gr->factors(q[tok[o[i]]], e.data(), b.data());
-            suf[i].add(e.data(), b.data(), wt(o[i]), q[tok[o[i]]]);
+            const double* ei = &fe[o[i] * G];
+            const double* bi = &fb[o[i] * G];
+            const double* src = &suf[(i + 1) * 2 * S];
+            double* dst = &suf[i * 2 * S];
+            mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, wt(o[i]), q[tok[o[i]]]);
         }
         v.assign(a, 0.0);
         Pair pre = mul(env, fixed);
         for (int64_t i = 0; i < a; ++i) {
-            gr->factors(q[tok[o[i]]], e.data(), b.data());
-            v[i] = w_of(*gr, pre, suf[i + 1], e.data(), b.data(), q[tok[o[i]]]);
-            pre.add(e.data(), b.data(), zero_prefix ? 0.0 : wt(o[i]), q[tok[o[i]]]);
+            const double* ei = &fe[o[i] * G];
+            const double* bi = &fb[o[i] * G];
+            const double* in = &suf[(i + 1) * 2 * S];
+            v[i] = w_raw(*gr, pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, q[tok[o[i]]]);
+            pre.add(ei, bi, zero_prefix ? 0.0 : wt(o[i]), q[tok[o[i]]]);
         }
     }
     // Active W tokens by descending rho under env (ties: stable), with their w.
@@ -569,8 +743,8 @@ struct Watch {
         for (int64_t j = 0; j < a; ++j) { o[j] = act[ix[j]]; w[j] = wa[ix[j]]; }
     }
     // Prefix slacks of order o: s_i = mu(T meets o_0..o_i) - pi(o_0..o_i).
-    void slacks(const Pair& env, const std::vector<int64_t>& o, std::vector<double>& s) {
-        std::vector<double> v;
+    // v receives the scan behind them (every weight at its current value).
+    void slacks(const Pair& env, const std::vector<int64_t>& o, std::vector<double>& s, std::vector<double>& v) {
         scan(env, o, true, -1, 0.0, v);
         s.resize(o.size());
         double cum = 0.0;
@@ -578,18 +752,17 @@ struct Watch {
     }
     void retire(int64_t k) {
         done[k] = 1;
-        gr->factors(q[tok[k]], e.data(), b.data());
-        fixed.add(e.data(), b.data(), std::max(0.0, h[k]), q[tok[k]]);
+        fixed.add(&fe[k * gr->G], &fb[k * gr->G], std::max(0.0, h[k]), q[tok[k]]);
     }
     // One step of the inner rule: the least needy token of the smallest tight prefix (of all active
     // tokens if none is tight and `force`) is laid until done or until a shorter prefix turns
     // tight. Returns false if no prefix is tight (and not force) or nothing is active.
     bool step(const Pair& env, bool force) {
         std::vector<int64_t> o;
-        std::vector<double> w, s;
+        std::vector<double> w, s, vs;
         order(env, o, w);
         if (o.empty()) return false;
-        slacks(env, o, s);
+        slacks(env, o, s, vs);
         int64_t jt = -1;
         for (std::size_t j = 0; j < s.size(); ++j)
             if (s[j] <= kTol) { jt = static_cast<int64_t>(j); break; }
@@ -602,7 +775,8 @@ struct Watch {
         for (int64_t i = 0; i < py; ++i) smin = std::min(smin, s[i]);
         if (py > 0 && d * wy >= smin) {  // rates of the shorter prefixes: their mu is affine in h_k
             std::vector<double> v1, v0;
-            scan(env, o, true, k, 1.0, v1);
+            if (h[k] == 1.0) v1.swap(vs);  // the slacks' own scan (same weights)
+            else scan(env, o, true, k, 1.0, v1);
             scan(env, o, true, k, 0.0, v0);
             const int64_t a = static_cast<int64_t>(o.size());
             std::vector<double> Rs(a + 1, 0.0);  // Rs[j]: sum over positions >= j of the h_k-slope of h v
