@@ -512,7 +512,9 @@ struct Optimal {
     // reverse order (least needy first, the neediest m_max swept exactly
     // at the bottom), then the sweep itself with prefix events on the kEventHead neediest (above
     // the greedy tail); the plan with the smallest deficit is kept. A row still short runs
-    // again with no split (one inner system over supp q). Reaching alpha* is therefore
+    // again with no split (one inner system over supp q), and then, if short by at most
+    // kLastResortGap, the first chain order with a kLastResortHead-token head. The inner ratio
+    // order comes from race::loo_weights (division, interpolated in q). Reaching alpha* is therefore
     // certified per row (alpha_plan vs alpha_star), not assumed; docs/research/OPTIMAL_WOR.md.
     static constexpr int kHead = 8;
     static constexpr int64_t kEventHead = 256;  // tokens of the prefix-event heads ("chain", "events")
