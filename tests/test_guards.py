@@ -164,6 +164,11 @@ LONG_CALLS = {
                  "p = rng.dirichlet(np.ones(V)); q = rng.dirichlet(np.ones(V))\n"
                  "m = _core.FlowModel(p, q, 2, 'iid', 1e8, None, None)",
                  "[m.max_flow(None) for _ in range(1000)]"),
+    # the full-vocabulary wor route of "optimal": shipped row 336 at n = 2 runs every order and the
+    # O(k^2) pair sweep (~25 s uninterrupted)
+    "wor-race": ("ds = mf.load_dataset(); ch = next(iter(ds.iter_chunks(len(ds))))\n"
+                 "p = np.asarray(ch.p[336], dtype=np.float64); q = np.asarray(ch.q[336], dtype=np.float64)",
+                 "mf.acceptance('optimal', p, q, 2, scheme='wor')"),
     # draft-set enumeration (C++) inside solve_lp
     "set-enumeration": ("V = 4000; p = np.full(V, 1.0 / V)",
                         "mf.solve_lp(p, p, 2, 'iid', max_sets=10**9, solver='flow')"),

@@ -432,7 +432,7 @@ struct Optimal {
                 alt.sweep = true;
                 alt.alpha_star = pl.alpha_star;
                 split_at(alt, K);
-                prepare_wor_race(alt, p, q, V, n, sup, K);
+                prepare_wor_race(alt, p, q, V, n, sup, K, 0, true);
                 if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
             }
             const double short_by = pl.alpha_star - pl.alpha_plan;
@@ -446,7 +446,7 @@ struct Optimal {
                 alt.sweep = true;
                 alt.alpha_star = pl.alpha_star;
                 split_at(alt, ks);
-                prepare_wor_race(alt, p, q, V, n, sup, ks, kLastResortHead);
+                prepare_wor_race(alt, p, q, V, n, sup, ks, kLastResortHead, true);
                 if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
             }
             // The full-vocabulary route is exact only when its greedy parts meet no event (see
@@ -511,7 +511,8 @@ struct Optimal {
     // the plain chain -- both regrouping on violated visits --, then the split chain, then the
     // reverse order (least needy first, the neediest m_max swept exactly
     // at the bottom), then the sweep itself with prefix events on the kEventHead neediest (above
-    // the greedy tail); the plan with the smallest deficit is kept. A row still short runs
+    // the greedy tail), then, at n = 2, that sweep on the whole inner system in closed form
+    // (sweep::pairs::Watch2, O(k^2)); the plan with the smallest deficit is kept. A row still short runs
     // again with no split (one inner system over supp q), and then, if short by at most
     // kLastResortGap, the first chain order with a kLastResortHead-token head. The inner ratio
     // order comes from race::loo_weights (division, interpolated in q). Reaching alpha* is therefore
@@ -613,8 +614,11 @@ struct Optimal {
 
     // last_resort_head > 0: only the first inner order and the first chain order run, with prefix-event
     // heads of that many tokens.
+    // retry: a second call for the same row (the no-split race, the last resort), which skips the
+    // n = 2 pair sweep (sweep::pairs, O(k^2)).
     static void prepare_wor_race(Plan& pl, const double* p, const double* q, int64_t V, int n,
-                                 const std::vector<int32_t>& sup, int64_t ks, int64_t last_resort_head = 0) {
+                                 const std::vector<int32_t>& sup, int64_t ks, int64_t last_resort_head = 0,
+                                 bool retry = false) {
         const int64_t event_head = last_resort_head > 0 ? last_resort_head : kEventHead;
         namespace R = sweep::race;
         if (n > 64)
@@ -657,12 +661,13 @@ struct Optimal {
         // H* once at weight 1: its tokens with p = 0 (never laid: folded into every inner pass's
         // base instead of being swept; up to half of an LLM row's support), and the others (Hp) with
         // their w at weight 1 -- the inner ratio order. Together they are the outer environment.
-        std::vector<int32_t> Hp;
+        std::vector<int32_t> Hp, H0;
         R::Pair base0;
         base0.unit(n, G);
         Hp.reserve(Hs.size());
         for (int32_t y : Hs) {
             if (p[y] > 0.0) { Hp.push_back(y); continue; }
+            H0.push_back(y);
             gr.factors(q[y], e.data(), b.data());
             base0.add(e.data(), b.data(), 1.0, q[y]);
         }
@@ -1063,6 +1068,26 @@ struct Optimal {
                 try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) { return run_chain(ch, wn, jt, true); });
                 try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) { return run(true, ch, wn); });
                 try_order(run_events);
+                // n = 2: the prefix-event sweep on the whole inner system, in closed form
+                // (sweep::pairs); O(k^2), so last. Certifies shipped rows 336 and 351 (8e-4 and
+                // 1.5e-4 short after every other order) in ~15-35 s.
+                if (n == 2 && !retry) try_order([&](std::vector<sweep::Chunk>& ch, std::vector<double>& wn) {
+                    ch.clear();
+                    for (int32_t y : Hp) wn[y] = 0.0;
+                    // s - q_y, summed directly for a token holding most of the mass (no cancellation)
+                    int32_t big = -1;
+                    double big_rest = 0.0;
+                    for (int32_t y : sup)
+                        if (q[y] > 0.5 * qsum) big = y;
+                    if (big >= 0)
+                        for (int32_t y : sup)
+                            if (y != big) big_rest += q[y];
+                    auto rest = [&](int32_t y) { return y == big ? big_rest : qsum - q[y]; };
+                    sweep::pairs::Watch2 W;
+                    W.init(p, q, qsum, ord, H0, rest);
+                    for (int64_t guard = 0; guard < 8 * K + 64 && W.step(ch, wn); ++guard) {}
+                    return deficit_of(wn);
+                });
             }
         }
         store_chunks(pl, chA, chH);

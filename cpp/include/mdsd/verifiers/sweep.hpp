@@ -48,6 +48,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "mdsd/parallel.hpp"
+
 namespace mdsd::verif::sweep {
 
 constexpr int kMaxSystem = 12;            // tokens per system (subset tables of 2^k)
@@ -492,6 +494,7 @@ inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<i
     };
     put(ck.nb);
     for (int64_t c = ck.nb - 1; c >= 0; --c) {
+        poll_interrupt_now();  // a block is ~0.1 ms; a row can take seconds (Ctrl-C)
         for (int64_t i = std::min(k, (c + 1) * kBlock) - 1; i >= c * kBlock; --i) {
             gr.factors(q[toks[i]], e.data(), b.data());
             s.add(e.data(), b.data(), h0 ? h0[i] : 1.0, q[toks[i]]);
@@ -531,6 +534,7 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
     // factors of the block's tokens (computed once, used by both sweeps).
     std::vector<double> inside(static_cast<std::size_t>(kBlock + 1) * 2 * S), fe(kBlock * G), fb(kBlock * G);
     for (int64_t c = 0; c < nb; ++c) {
+        poll_interrupt_now();
         const int64_t lo = c * kBlock, hi = std::min(k, lo + kBlock);
         std::copy(check.begin() + (c + 1) * 2 * S, check.begin() + (c + 2) * 2 * S,
                   inside.begin() + static_cast<std::size_t>(hi - lo) * 2 * S);
@@ -758,6 +762,7 @@ struct Watch {
     // tokens if none is tight and `force`) is laid until done or until a shorter prefix turns
     // tight. Returns false if no prefix is tight (and not force) or nothing is active.
     bool step(const Pair& env, bool force) {
+        poll_interrupt_now();
         std::vector<int64_t> o;
         std::vector<double> w, s, vs;
         order(env, o, w);
@@ -800,4 +805,124 @@ struct Watch {
 };
 
 }  // namespace race
+
+// The inner sweep at n = 2 on a whole system, with closed forms in place of the race quadrature.
+// For two drafts without replacement from q (mass s on the support),
+//     Pr[S = {y, z}] = (q_y q_z / s) (r_y + r_z),   r_y = 1 / (s - q_y),
+// so with weights h every w_y = E[1{y in S} prod_{S \ y} h] is O(1) from two sums:
+//     w_y = (q_y / s) [r_y (A - q_y h_y) + (B - q_y r_y h_y)],   A = sum q h,  B = sum q r h.
+// The prefix slacks of race::Watch are then one O(k) scan, and the whole system runs the
+// prefix-event sweep (race::Watch's rule: tight sets taken to be prefixes of the current rho
+// order), O(k) per step and about two steps per token: O(k^2) in all, seconds at k ~ 40,000.
+// Loads are exact up to rounding (no quadrature). Used by Optimal::prepare_wor_race at n = 2 as
+// the last inner order (it certifies shipped rows the race's orders miss).
+namespace pairs {
+
+struct Watch2 {
+    const double* p = nullptr;
+    std::vector<int32_t> tok;
+    std::vector<double> q, r, h, pi, w, rho;
+    std::vector<char> done;
+    double s = 1.0, env_a = 0.0, env_b = 0.0, fix_a = 0.0, fix_b = 0.0;
+    std::vector<int64_t> o;  // active tokens by descending rho (kept: nearly sorted step to step)
+
+    // tokens `t` (p > 0) are swept; `env` (p = 0, never laid) sit at weight 1. rest(y) = s - q_y.
+    template <class Rest>
+    void init(const double* p_, const double* q_, double s_, const std::vector<int32_t>& t,
+              const std::vector<int32_t>& env, Rest&& rest) {
+        p = p_;
+        s = s_;
+        tok = t;
+        const std::size_t k = tok.size();
+        q.resize(k); r.resize(k); h.assign(k, 1.0); pi.resize(k); w.assign(k, 0.0); rho.assign(k, 0.0);
+        done.assign(k, 0);
+        for (std::size_t i = 0; i < k; ++i) { q[i] = q_[tok[i]]; r[i] = 1.0 / rest(tok[i]); pi[i] = p[tok[i]]; }
+        env_a = env_b = fix_a = fix_b = 0.0;
+        for (int32_t y : env) { env_a += q_[y]; env_b += q_[y] / rest(y); }
+        o.resize(k);
+        for (std::size_t i = 0; i < k; ++i) o[i] = static_cast<int64_t>(i);
+    }
+    double w_of(int64_t k, double hk, double A, double B) const {
+        return q[k] / s * (r[k] * (A - q[k] * hk) + (B - q[k] * r[k] * hk));
+    }
+    // v[i] = w of o_i with o_0 .. o_{i-1} at weight 0, token kk at weight hkk (kk < 0: none).
+    void scan(int64_t kk, double hkk, std::vector<double>& v) const {
+        auto wt = [&](int64_t k) { return k == kk ? hkk : h[k]; };
+        double A = env_a + fix_a, B = env_b + fix_b;
+        for (int64_t k : o) { A += q[k] * wt(k); B += q[k] * r[k] * wt(k); }
+        v.resize(o.size());
+        for (std::size_t i = 0; i < o.size(); ++i) {
+            const int64_t k = o[i];
+            const double hk = wt(k);
+            v[i] = w_of(k, hk, A, B);
+            A -= q[k] * hk;
+            B -= q[k] * r[k] * hk;
+        }
+    }
+    void retire(int64_t k) {
+        done[k] = 1;
+        const double hk = std::max(0.0, h[k]);
+        fix_a += q[k] * hk;
+        fix_b += q[k] * r[k] * hk;
+    }
+    // One step of the inner rule (as race::Watch::step). Returns false when every token is done.
+    bool step(std::vector<Chunk>& chunks, std::vector<double>& won) {
+        poll_interrupt_now();
+        o.erase(std::remove_if(o.begin(), o.end(), [&](int64_t k) { return done[k] != 0; }), o.end());
+        if (o.empty()) return false;
+        double A = env_a + fix_a, B = env_b + fix_b;
+        for (int64_t k : o) { A += q[k] * h[k]; B += q[k] * r[k] * h[k]; }
+        for (int64_t k : o) {
+            w[k] = w_of(k, h[k], A, B);
+            const double R = h[k] * w[k];
+            rho[k] = R > 0.0 ? pi[k] / R : 1e300;
+        }
+        for (std::size_t i = 1; i < o.size(); ++i) {  // insertion sort, descending rho, stable
+            const int64_t x = o[i];
+            std::size_t j = i;
+            while (j > 0 && rho[o[j - 1]] < rho[x]) { o[j] = o[j - 1]; --j; }
+            o[j] = x;
+        }
+        const int64_t a = static_cast<int64_t>(o.size());
+        scan(-1, 0.0, v_);
+        s_.resize(a);
+        double cum = 0.0;
+        for (int64_t i = 0; i < a; ++i) { cum += h[o[i]] * v_[i] - pi[o[i]]; s_[i] = cum; }
+        int64_t jt = -1;
+        for (int64_t i = 0; i < a; ++i)
+            if (s_[i] <= kTol) { jt = i; break; }
+        const int64_t py = jt >= 0 ? jt : a - 1, k = o[py];
+        const double wy = w[k];
+        double d = h[k];
+        if (wy > 0.0) d = std::min(d, pi[k] / wy);
+        double smin = 1e300;
+        for (int64_t i = 0; i < py; ++i) smin = std::min(smin, s_[i]);
+        if (py > 0 && d * wy >= smin) {  // the shorter prefixes' rates (affine in h_k)
+            if (h[k] == 1.0) v1_.swap(v_);
+            else scan(k, 1.0, v1_);
+            scan(k, 0.0, v0_);
+            rs_.assign(a + 1, 0.0);
+            for (int64_t j = a - 1; j >= 0; --j) {
+                const double h1 = o[j] == k ? 1.0 : h[o[j]], h0 = o[j] == k ? 0.0 : h[o[j]];
+                rs_[j] = rs_[j + 1] + (h1 * v1_[j] - h0 * v0_[j]);
+            }
+            for (int64_t i = 0; i < py; ++i) {
+                const double rt = wy - rs_[i + 1];
+                if (rt > 1e-300 && s_[i] > kTol) d = std::min(d, s_[i] / rt);
+            }
+        }
+        if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
+        won[tok[k]] += d * wy;
+        pi[k] -= d * wy;
+        h[k] -= d;
+        chunks.push_back({tok[k], d});
+        if (pi[k] <= kTol * std::max(1.0, p[tok[k]]) || h[k] <= 1e-15) retire(k);
+        return true;
+    }
+
+  private:
+    std::vector<double> v_, v1_, v0_, s_, rs_;
+};
+
+}  // namespace pairs
 }  // namespace mdsd::verif::sweep
