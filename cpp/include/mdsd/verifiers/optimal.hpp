@@ -420,35 +420,29 @@ struct Optimal {
         const int64_t tuples = sweep::ordered_tuples(K, n, sweep::kMaxOrdered);
         if (ks > sweep::kMaxSystem || K - ks > sweep::kMaxSystem || tuples > sweep::kMaxOrdered) {
             prepare_wor_race(pl, p, q, V, n, sup, ks);
-            if (pl.alpha_star - pl.alpha_plan > kCertifyTol && ks < K) {
-                // Not certified: the same race with no split (the whole support one inner system, the
-                // outer empty). Any plan of the race is lossless and its acceptance is computed, so
-                // this is safe even where supp q is not a minimiser of the dual; measured, it reaches
-                // alpha* on most rows whose outer core the chain misses (18 of 65 refused rows at
-                // n = 4, docs/research/OPTIMAL_WOR.md).
+            // A second race for the row (k_in tokens inner, prefix-event heads of `head` tokens, 0:
+            // the default), kept if it accepts more.
+            auto race_again = [&](int64_t k_in, int64_t head) {
                 Plan alt;
                 alt.init(p, q, V, n, Drafter::Wor);
                 alt.scheme = Drafter::Wor;
                 alt.sweep = true;
                 alt.alpha_star = pl.alpha_star;
-                split_at(alt, K);
-                prepare_wor_race(alt, p, q, V, n, sup, K, 0, true);
+                split_at(alt, k_in);
+                prepare_wor_race(alt, p, q, V, n, sup, k_in, head, true);
                 if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
-            }
+            };
+            // Not certified: the same race with no split (the whole support one inner system, the
+            // outer empty). Any plan of the race is lossless and its acceptance is computed, so this
+            // is safe even where supp q is not a minimiser of the dual; measured, it reaches alpha* on
+            // most rows whose outer core the chain misses (18 of 65 refused rows at n = 4,
+            // docs/research/OPTIMAL_WOR.md).
+            if (pl.alpha_star - pl.alpha_plan > kCertifyTol && ks < K) race_again(K, 0);
+            // Last resort, for rows short by a little: the first chain order again, its prefix-event
+            // head kLastResortHead tokens long (shipped row 159 at n = 8: 2.4e-6 -> certified in
+            // ~20 s).
             const double short_by = pl.alpha_star - pl.alpha_plan;
-            if (short_by > kCertifyTol && short_by <= kLastResortGap) {
-                // Last resort, for rows short by a little: the first chain order again, its prefix-event
-                // head kLastResortHead tokens long (shipped row 159 at n = 8: 2.4e-6 -> certified in
-                // ~20 s; row 27 at n = 2: 1e-7 -> certified in 1.4 s).
-                Plan alt;
-                alt.init(p, q, V, n, Drafter::Wor);
-                alt.scheme = Drafter::Wor;
-                alt.sweep = true;
-                alt.alpha_star = pl.alpha_star;
-                split_at(alt, ks);
-                prepare_wor_race(alt, p, q, V, n, sup, ks, kLastResortHead, true);
-                if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
-            }
+            if (short_by > kCertifyTol && short_by <= kLastResortGap) race_again(ks, kLastResortHead);
             // The full-vocabulary route is exact only when its greedy parts meet no event (see
             // prepare_wor_race); "optimal" means optimal, so a row it does not certify is refused.
             if (strict && pl.alpha_star - pl.alpha_plan > kCertifyTol)

@@ -291,6 +291,39 @@ inline std::vector<Chunk> inner(const SystemSets& S, const double* p, int k, int
 // pair (no division). Tokens outside the system enter as factors e_j (weight 0: a draft there
 // leaves the system) or e_j + x b_j (weight 1). Integration: trapezoid in ln t, M nodes per
 // doubling (t_{g+M} = 2 t_g, so e and b follow by squaring), M growing like sqrt(n).
+// The step size of the inner rule on prefix tight sets (race::Watch, pairs::Watch2). o: the
+// active tokens by descending rho; s: its prefix slacks; the laid token k = o[py] has need pik and
+// weight wy. It is laid until done (pik / wy), exhausted (h_k) or until a shorter prefix turns tight.
+// A prefix falls at a rate of at most wy, so the rates are needed only when d wy reaches the
+// smallest shorter slack; they are affine in h_k, read from the zero-prefix scans at h_k = 1 and 0
+// (scan(hk, v)). vs: the slacks' own scan (h_k at its current weight), reused when h_k = 1.
+template <class Weight, class Scan>
+inline double inner_step(const std::vector<int64_t>& o, const std::vector<double>& s, int64_t py, Weight&& h,
+                         double pik, double wy, std::vector<double>& vs, Scan&& scan) {
+    const int64_t k = o[py];
+    double d = h(k);
+    if (wy > 0.0) d = std::min(d, pik / wy);
+    double smin = 1e300;
+    for (int64_t i = 0; i < py; ++i) smin = std::min(smin, s[i]);
+    if (py > 0 && d * wy >= smin) {
+        std::vector<double> v1, v0;
+        if (h(k) == 1.0) v1.swap(vs);
+        else scan(1.0, v1);
+        scan(0.0, v0);
+        const int64_t a = static_cast<int64_t>(o.size());
+        std::vector<double> Rs(a + 1, 0.0);  // Rs[j]: sum over positions >= j of the h_k-slope of h v
+        for (int64_t j = a - 1; j >= 0; --j) {
+            const double h1 = o[j] == k ? 1.0 : h(o[j]), h0 = o[j] == k ? 0.0 : h(o[j]);
+            Rs[j] = Rs[j + 1] + (h1 * v1[j] - h0 * v0[j]);
+        }
+        for (int64_t i = 0; i < py; ++i) {
+            const double r = wy - Rs[i + 1];
+            if (r > 1e-300 && s[i] > kTol) d = std::min(d, s[i] / r);
+        }
+    }
+    return d;
+}
+
 namespace race {
 
 struct Grid {
@@ -774,26 +807,8 @@ struct Watch {
         if (jt < 0 && !force) return false;
         const int64_t py = jt >= 0 ? jt : static_cast<int64_t>(o.size()) - 1, k = o[py];
         const double wy = w[py];
-        double d = h[k];
-        if (wy > 0.0) d = std::min(d, pi[k] / wy);
-        double smin = 1e300;  // a prefix falls at a rate of at most w_k: no event if d w_k stays below
-        for (int64_t i = 0; i < py; ++i) smin = std::min(smin, s[i]);
-        if (py > 0 && d * wy >= smin) {  // rates of the shorter prefixes: their mu is affine in h_k
-            std::vector<double> v1, v0;
-            if (h[k] == 1.0) v1.swap(vs);  // the slacks' own scan (same weights)
-            else scan(env, o, true, k, 1.0, v1);
-            scan(env, o, true, k, 0.0, v0);
-            const int64_t a = static_cast<int64_t>(o.size());
-            std::vector<double> Rs(a + 1, 0.0);  // Rs[j]: sum over positions >= j of the h_k-slope of h v
-            for (int64_t j = a - 1; j >= 0; --j) {
-                const double h1 = o[j] == k ? 1.0 : h[o[j]], h0 = o[j] == k ? 0.0 : h[o[j]];
-                Rs[j] = Rs[j + 1] + (h1 * v1[j] - h0 * v0[j]);
-            }
-            for (int64_t i = 0; i < py; ++i) {
-                const double r = wy - Rs[i + 1];
-                if (r > 1e-300 && s[i] > kTol) d = std::min(d, s[i] / r);
-            }
-        }
+        const double d = inner_step(o, s, py, [&](int64_t j) { return h[j]; }, pi[k], wy, vs,
+                                    [&](double hk, std::vector<double>& v) { scan(env, o, true, k, hk, v); });
         if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
         (*won)[tok[k]] += d * wy;
         pi[k] -= d * wy;
@@ -893,24 +908,8 @@ struct Watch2 {
             if (s_[i] <= kTol) { jt = i; break; }
         const int64_t py = jt >= 0 ? jt : a - 1, k = o[py];
         const double wy = w[k];
-        double d = h[k];
-        if (wy > 0.0) d = std::min(d, pi[k] / wy);
-        double smin = 1e300;
-        for (int64_t i = 0; i < py; ++i) smin = std::min(smin, s_[i]);
-        if (py > 0 && d * wy >= smin) {  // the shorter prefixes' rates (affine in h_k)
-            if (h[k] == 1.0) v1_.swap(v_);
-            else scan(k, 1.0, v1_);
-            scan(k, 0.0, v0_);
-            rs_.assign(a + 1, 0.0);
-            for (int64_t j = a - 1; j >= 0; --j) {
-                const double h1 = o[j] == k ? 1.0 : h[o[j]], h0 = o[j] == k ? 0.0 : h[o[j]];
-                rs_[j] = rs_[j + 1] + (h1 * v1_[j] - h0 * v0_[j]);
-            }
-            for (int64_t i = 0; i < py; ++i) {
-                const double rt = wy - rs_[i + 1];
-                if (rt > 1e-300 && s_[i] > kTol) d = std::min(d, s_[i] / rt);
-            }
-        }
+        const double d = inner_step(o, s_, py, [&](int64_t j) { return h[j]; }, pi[k], wy, v_,
+                                    [&](double hk, std::vector<double>& v) { scan(k, hk, v); });
         if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
         won[tok[k]] += d * wy;
         pi[k] -= d * wy;
@@ -921,7 +920,7 @@ struct Watch2 {
     }
 
   private:
-    std::vector<double> v_, v1_, v0_, s_, rs_;
+    std::vector<double> v_, s_;
 };
 
 }  // namespace pairs
