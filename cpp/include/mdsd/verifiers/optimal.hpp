@@ -653,8 +653,9 @@ struct Optimal {
             return out;
         };
         // H* once at weight 1: its tokens with p = 0 (never laid: folded into every inner pass's
-        // base instead of being swept; up to half of an LLM row's support), and the others (Hp) with
-        // their w at weight 1 -- the inner ratio order. Together they are the outer environment.
+        // base instead of being swept; up to half of an LLM row's support), and the others (Hp) in
+        // the inner ratio order (their w at weight 1), whose suffix checkpoints after the top
+        // order's head serve that order's greedy pass. Together they are the outer environment.
         std::vector<int32_t> Hp, H0;
         R::Pair base0;
         base0.unit(n, G);
@@ -670,9 +671,21 @@ struct Optimal {
         R::Pair base = base0;
         base.scale(sc.data());
         std::vector<double> w_hp;
-        const R::Pair php = R::loo_weights(gr, q, Hp, base, w_hp);
+        R::loo_weights(gr, q, Hp, base, w_hp);
+        std::vector<int32_t> ord;  // Hp, neediest first
+        {
+            std::vector<double> rho(Hp.size());
+            for (std::size_t i = 0; i < Hp.size(); ++i) rho[i] = rho_of(Hp[i], w_hp[i]);
+            ord = sorted_by_rho(Hp, rho);
+        }
+        const int64_t m_top = std::min<int64_t>(static_cast<int64_t>(ord.size()), std::min<int64_t>(kHead, m_max));
+        const R::Checks ck_top = R::suffix_checks(gr, q, std::vector<int32_t>(ord.begin() + m_top, ord.end()), nullptr);
         if (!As.empty()) {  // outer: H* tokens never block (weight 1)
-            R::Pair env = R::mul(base0, php);
+            R::Pair env = R::mul(base0, ck_top.at(0, n, G));
+            for (int64_t i = 0; i < m_top; ++i) {
+                gr.factors(q[ord[i]], e.data(), b.data());
+                env.add(e.data(), b.data(), 1.0, q[ord[i]]);
+            }
             std::vector<int32_t> rest = As;
             R::pass(gr, q, rest, env, [](int64_t, double) { return 1.0; }, w);
             std::vector<double> rho(rest.size());
@@ -779,9 +792,6 @@ struct Optimal {
             }
         }
         if (!Hs.empty()) {  // inner: base = A at weight 0 and H*'s p = 0 tokens at weight 1
-            std::vector<double> rho(Hp.size());
-            for (std::size_t i = 0; i < Hp.size(); ++i) rho[i] = rho_of(Hp[i], w_hp[i]);
-            const std::vector<int32_t> ord = sorted_by_rho(Hp, rho);  // neediest first
             // Orders of the same race; each runs only if the ones before fall short (the order of
             // trying them is below).
             //  top:    the kHead neediest run the exact sweep on top, the tail below them by
@@ -843,9 +853,9 @@ struct Optimal {
                     if (m > 0) sweep_head(times(base, tail, [&](std::size_t i) { return hfin[i]; }));
                 } else {
                     R::Pair env = base;
-                    // the tail's suffix products at weight 1: its whole product for the head's
-                    // environment, and the greedy pass's checkpoints
-                    const R::Checks ckt = R::suffix_checks(gr, q, tail, nullptr);
+                    // the tail's suffix products at weight 1 (ck_top): its whole product for the
+                    // head's environment, and the greedy pass's checkpoints
+                    const R::Checks& ckt = ck_top;
                     if (m > 0) {  // the tail below the head: weight 1 while the head is laid
                         const auto chh = sweep_head(R::mul(base, ckt.at(0, n, G)));
                         std::vector<double> hgt(m, 1.0);

@@ -610,30 +610,114 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
     }
 }
 
+// The product of the factors of `toks` at weight 1 from power sums of q, for tokens with
+// q t <= ln 2 on the whole grid -- for ordering only (loo_weights). Per node,
+//     prod (e + x b) = e^{-Q t} E(x),   D = e^{-Q t} E(x) sum_j (-x)^j R_j,
+// with E's coefficients the elementary symmetric functions of beta = e^{q t} - 1 (Newton's
+// identities from S_k = sum beta^k), R_j = sum q beta^j, and S_k, R_j from P_m = sum (q / qs)^m by
+// the series of (e^u - 1)^k. O(k M) for k tokens and M = kMoments, against O(k n G) for the
+// factors one by one. Returns false where Newton's identities would lose more than ~1e-10 to
+// cancellation (few tokens holding the mass) or n > 8; the caller then multiplies the factors.
+constexpr int kMoments = 48;
+inline bool product_by_moments(const Grid& gr, const double* q, const std::vector<int32_t>& toks, double qs,
+                               Pair& out) {
+    const int n = gr.n;
+    const int64_t G = gr.G;
+    constexpr int M = kMoments;
+    if (n > 8) return false;  // (e^u - 1)^k needs more than M terms for k >= 8 at u = ln 2
+    out.unit(n, G);
+    if (toks.empty() || !(qs > 0.0)) return true;
+    double P[M + 2] = {0.0};
+    for (int32_t y : toks) {
+        const double r = q[y] / qs;
+        double pw = r;
+        for (int m = 1; m <= M + 1 && pw > 1e-300; ++m) {
+            P[m] += pw;
+            pw *= r;
+        }
+    }
+    // c[k][m]: coefficient of u^m in (e^u - 1)^k, k < n
+    double c[8][M + 1] = {{0.0}};
+    {
+        double f = 1.0;
+        for (int m = 1; m <= M; ++m) { f /= m; c[1][m] = f; }
+        for (int k = 2; k < n; ++k)
+            for (int m = k; m <= M; ++m)
+                for (int j = 1; j <= m - k + 1; ++j) c[k][m] += c[1][j] * c[k - 1][m - j];
+    }
+    const double Q = qs * P[1];
+    double worst = 0.0;  // largest sum of |terms| over |result| (cancellation)
+    for (int64_t g = 0; g < G; ++g) {
+        const double u = qs * gr.t[g];
+        double Sk[8] = {0.0}, Rj[8] = {0.0}, E[8] = {0.0};
+        Rj[0] = Q;
+        for (int k = 1; k < n; ++k) {
+            double us = 1.0, sk = 0.0, rj = 0.0;
+            for (int m = 1; m <= M; ++m) {
+                us *= u;
+                if (m < k) continue;
+                sk += c[k][m] * us * P[m];
+                rj += c[k][m] * us * P[m + 1];
+            }
+            Sk[k] = sk;
+            Rj[k] = qs * rj;
+        }
+        E[0] = 1.0;
+        for (int cc = 1; cc < n; ++cc) {
+            double acc = 0.0, mag = 0.0;
+            for (int k = 1; k <= cc; ++k) {
+                const double term = ((k & 1) ? 1.0 : -1.0) * E[cc - k] * Sk[k];
+                acc += term;
+                mag += std::fabs(term);
+            }
+            E[cc] = acc / cc;
+            if (mag > 0.0) worst = std::max(worst, acc != 0.0 ? mag / std::fabs(acc) : 1e300);
+        }
+        const double eq = std::exp(-Q * gr.t[g]);
+        for (int cc = 0; cc < n; ++cc) {
+            double acc = 0.0, mag = 0.0;
+            for (int j = 0; j <= cc; ++j) {
+                const double term = ((j & 1) ? -1.0 : 1.0) * E[cc - j] * Rj[j];
+                acc += term;
+                mag += std::fabs(term);
+            }
+            if (mag > 0.0) worst = std::max(worst, acc != 0.0 ? mag / std::fabs(acc) : 1e300);
+            out.Pi[static_cast<std::size_t>(cc) * G + g] = eq * E[cc];
+            out.D[static_cast<std::size_t>(cc) * G + g] = eq * acc;
+        }
+    }
+    return worst < 1e6;  // rounding ~1e-16 times this
+}
+
 // w_y of every token of `toks` over `base`, all of `toks` at weight 1 -- for ordering tokens only
 // (the loads of a plan always come from `pass`). At weight 1, w_y depends on y only through q_y.
 // For q t <= ln 2 on the grid ("small" tokens), w(q) = w of a token of mass q divided out of the
 // total product (the recurrence amplifies rounding by at most 2^n) is analytic in q t and is
-// interpolated from kLooNodes Chebyshev nodes; the other tokens run a pass over themselves.
-// Returns the product of `toks` at weight 1 (without base).
+// interpolated from kLooNodes Chebyshev nodes; the small tokens' product comes from power sums
+// (product_by_moments) where that is well conditioned; the other tokens run a pass over themselves.
 constexpr int kLooNodes = 24;
-inline Pair loo_weights(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base,
+inline void loo_weights(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base,
                         std::vector<double>& w_out) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
     const double qcut = std::log(2.0) / gr.t[G - 1];
     std::vector<double> e(G), b(G);
-    std::vector<int32_t> big;
+    std::vector<int32_t> big, small;
     std::vector<int64_t> big_at;
-    Pair ps;  // the small tokens
-    ps.unit(n, G);
     double qsmall = 0.0;
     for (int64_t i = 0; i < k; ++i) {
         const double qy = q[toks[i]];
         if (qy > qcut) { big.push_back(toks[i]); big_at.push_back(i); continue; }
+        small.push_back(toks[i]);
         qsmall = std::max(qsmall, qy);
-        gr.factors(qy, e.data(), b.data());
-        ps.add(e.data(), b.data(), 1.0, qy);
+    }
+    Pair ps;  // the small tokens
+    if (!product_by_moments(gr, q, small, qsmall, ps)) {
+        ps.unit(n, G);
+        for (int32_t y : small) {
+            gr.factors(q[y], e.data(), b.data());
+            ps.add(e.data(), b.data(), 1.0, q[y]);
+        }
     }
     w_out.assign(k, 0.0);
     Pair env = mul(base, ps), pb;
@@ -647,7 +731,7 @@ inline Pair loo_weights(const Grid& gr, const double* q, const std::vector<int32
             pb.add(e.data(), b.data(), 1.0, q[big[j]]);
         }
     }
-    if (!(qsmall > 0.0)) return mul(ps, pb);
+    if (!(qsmall > 0.0)) return;
     const Pair tot = mul(env, pb);
     // w(x) / x at the nodes x_j = qsmall (1 + cos(pi (j + 1/2) / N)) / 2, by division:
     // Pi_{-y}[c] = (Pi[c] - b Pi_{-y}[c-1]) / e, D_{-y}[c] = (D[c] - q e Pi_{-y}[c] - b D_{-y}[c-1]) / e
@@ -692,7 +776,6 @@ inline Pair loo_weights(const Grid& gr, const double* q, const std::vector<int32
         }
         w_out[i] = qy * (u * b1 - b2 + cf[0]);
     }
-    return mul(ps, pb);
 }
 
 // The inner sweep (sweep::inner) on a set W of tokens at full vocabulary, with its tight sets taken
