@@ -328,49 +328,97 @@ namespace race {
 
 struct Grid {
     int n = 2;
-    int M = 3;                  // nodes per doubling (t_{g+M} = 2 t_g)
+    int M = 3;                  // nodes per doubling of the geometric part (t_{g+M} = 2 t_g)
     int64_t G = 0;
-    std::vector<double> t, wt;  // nodes and trapezoid weights h t_g
-    // Nodes t_lo 2^{g/M} cover where the n-th arrival can happen. Every quantity integrated here is
-    // bounded by the density of the n-th arrival times n (weights <= 1 only lower it), and
-    // sum_y w_y = n. Below t_lo, Pr[n-1 arrivals by t] <= (s t)^{n-1} / (n-1)! (s = q(supp)), so the
-    // mass cut off is <= n (s t_lo)^n / n! <= 1e-18. Above t_hi, fewer than n arrivals (among the
-    // tokens other than any one y) needs one of the n largest other clocks unrung, probability
-    // <= n e^{-q_(n+1) t} (q_(n+1): the (n+1)-th largest mass), so the cut-off mass is
-    // <= n^2 e^{-q_(n+1) t_hi} / q_(n+1) <= e^{-45}. With n or fewer tokens, t_hi = 60 / qmin.
+    int64_t g0 = 0;             // the geometric part starts here; nodes [0, g0) interpolate [0, t_1]
+    double t1 = 0.0;            // start of the geometric part
+    std::vector<double> t, wt;  // nodes (ascending) and weights
+    static constexpr int kSmallNodes = 14;   // Chebyshev nodes on [0, t_1]
+    static constexpr double kSmallT = 0.5;   // t_1 q(supp): at most ~0.5 expected arrivals by t_1
+    // Trapezoid in s = ln t, t_1 2^{k/M}, over the whole line; it converges exponentially because
+    // every integrand here is a smooth bell in s. Above t_1 the nodes are kept as they are, up to
+    // t_hi. Below t_1 (where half the nodes used to sit, covering the t^{n-1} rise of the n-th
+    // arrival down to 1e-18) the integrand f is entire in t with exponential type <~ 2 q(supp),
+    // so it is replaced by its interpolant at kSmallNodes Chebyshev points of [0, t_1] (error
+    // ~ 2 (q(supp) t_1 / 2)^N / N! <~ 1e-19 of max |f| there), and the trapezoid's infinite tail
+    // sum_{k<0} h t_k f(t_k) becomes sum_i L_i f(tau_i), L_i = sum_{k<0} h t_k l_i(t_k) (l_i: the
+    // Lagrange basis). Above t_hi, fewer than n arrivals (among the tokens other than any one y)
+    // needs one of the n largest other clocks unrung, probability <= n e^{-q_(n+1) t}
+    // (q_(n+1): the (n+1)-th largest mass), so the cut-off mass is <= n^2 e^{-q_(n+1) t_hi} /
+    // q_(n+1) <= e^{-45}. With n or fewer tokens, t_hi = 60 / qmin.
     void build(int n_, double qsum, double q_np1, double qmin) {
         n = n_;
         // The n-th arrival is peaked in ln t (width ~ 1/sqrt(n)): the step shrinks with it. Checked by
         // sum_y Pr[y in S] = n: error <= 1e-12 for n <= 64 (M = 3 alone gives 1e-7 at n = 16).
         M = 3 * static_cast<int>(std::ceil(std::sqrt(std::max(1.0, n / 4.0))));
-        double fact = 1.0;
-        for (int j = 2; j < n; ++j) fact *= j;  // (n-1)!
-        const double t_lo = std::pow(fact * 1e-18, 1.0 / n) / qsum;
+        const double h = std::log(2.0) / M;
+        t1 = kSmallT / qsum;
         const double t_hi = q_np1 > 0.0 ? (std::log(static_cast<double>(n) * n / q_np1) + 45.0) / q_np1 : 60.0 / qmin;
-        G = static_cast<int64_t>(std::ceil(M * std::log2(std::max(2.0, t_hi / t_lo)))) + 1;
+        const int64_t ng = static_cast<int64_t>(std::ceil(M * std::log2(std::max(2.0, t_hi / t1)))) + 1;
+        constexpr int N = kSmallNodes;
+        g0 = N;
+        G = g0 + ng;
         t.resize(G);
         wt.resize(G);
-        const double h = std::log(2.0) / M;
-        for (int64_t g = 0; g < G; ++g) {
-            t[g] = t_lo * std::exp2(static_cast<double>(g) / M);
-            wt[g] = h * t[g];
+        const double pi_ = 3.141592653589793;
+        double x[N], bw[N];  // Chebyshev points of [0, t_1] (ascending) and barycentric weights
+        for (int i = 0; i < N; ++i) {
+            const double th = pi_ * (2.0 * (N - 1 - i) + 1.0) / (2.0 * N);
+            x[i] = 0.5 * t1 * (1.0 + std::cos(th));
+            bw[i] = ((i & 1) ? -1.0 : 1.0) * std::sin(th);
+        }
+        for (int i = 0; i < N; ++i) {
+            t[i] = x[i];
+            wt[i] = 0.0;
+        }
+        // L_i: the tail nodes t_1 2^{-k/M}, k >= 1, until they no longer count (t_k < 1e-40 t_1).
+        for (int64_t k = 1; k <= 140 * M; ++k) {
+            const double tk = t1 * std::exp2(-static_cast<double>(k) / M);
+            double den = 0.0, l[N];
+            int hit = -1;
+            for (int i = 0; i < N; ++i) {
+                if (tk == x[i]) { hit = i; break; }
+                l[i] = bw[i] / (tk - x[i]);
+                den += l[i];
+            }
+            for (int i = 0; i < N; ++i)
+                wt[i] += h * tk * (hit >= 0 ? (i == hit ? 1.0 : 0.0) : l[i] / den);
+        }
+        for (int64_t g = 0; g < ng; ++g) {
+            t[g0 + g] = t1 * std::exp2(static_cast<double>(g) / M);
+            wt[g0 + g] = h * t[g0 + g];
         }
     }
-    // e_g = exp(-x t_g), b_g = 1 - e_g: the first M nodes directly, then by doubling
-    // (1 - e^{-2y} = b (2 - b) while b <= 1/2, e^{-2y} = e^2 after).
+    // e_g = exp(-x t_g), b_g = 1 - e_g. Interpolation nodes: by the series of 1 - e^{-y} while
+    // x t_1 <= 1/16 (10 terms, < 1e-19 relative), else directly. Geometric part: the first M nodes
+    // directly, then by doubling (1 - e^{-2y} = b (2 - b) while b <= 1/2, e^{-2y} = e^2 after).
     void factors(double x, double* e, double* b) const {
-        for (int64_t g = 0; g < G; ++g) {
-            if (g < M) {
+        // 1 - e^{-y} by its series up to y^10 (relative error < 1e-18 for y <= 1/8)
+        auto series = [](double y) {
+            constexpr double inv[11] = {0.0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10};
+            double s = 1.0;
+            for (int m = 10; m >= 2; --m) s = 1.0 - s * y * inv[m];
+            return y * s;
+        };
+        const int64_t direct = g0 + M;  // the interpolation nodes and the first M geometric nodes
+        if (x * t[direct - 1] <= 0.125) {
+            for (int64_t g = 0; g < direct; ++g) {
+                b[g] = series(x * t[g]);
+                e[g] = 1.0 - b[g];
+            }
+        } else {
+            for (int64_t g = 0; g < direct; ++g) {
                 b[g] = -std::expm1(-x * t[g]);
                 e[g] = std::exp(-x * t[g]);
-            } else if (b[g - M] <= 0.5) {
-                const double bb = b[g - M];
-                b[g] = bb * (2.0 - bb);
-                e[g] = 1.0 - b[g];
-            } else {
-                e[g] = e[g - M] * e[g - M];
-                b[g] = 1.0 - e[g];
             }
+        }
+        // by doubling: 1 - e^{-2y} = b (2 - b) while b <= 1/2, e^{-2y} = e^2 after (branch-free)
+        for (int64_t g = direct; g < G; ++g) {
+            const double bb = b[g - M], ee = e[g - M];
+            const double b2 = bb * (2.0 - bb), e2 = ee * ee;
+            const bool lo = bb <= 0.5;
+            b[g] = lo ? b2 : 1.0 - e2;
+            e[g] = lo ? 1.0 - b2 : e2;
         }
     }
 };
