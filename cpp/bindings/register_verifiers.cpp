@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,7 @@
 #include "mdsd/parallel.hpp"
 #include "mdsd/rng.hpp"
 #include "mdsd/verifiers/registry.hpp"
+#include "mdsd/verifiers/sweep.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -235,6 +237,52 @@ class VerifierBatch {
     std::vector<std::unique_ptr<v::RowBase>> rows_;
 };
 
+
+// E[1{y in S} prod_{j in S, j != y} h_j] for every token y, S the set of n drafts without
+// replacement from q: the exponential-race quadrature every full-vocabulary "wor" plan computes
+// its loads with (sweep::race, OPTIMAL_WOR.md). Exposed so tests can check it against enumeration.
+F64 race_weights(const F64& q, const F64& h, int n) {
+    if (q.ndim() != 1 || h.ndim() != 1 || q.shape(0) != h.shape(0))
+        throw std::invalid_argument("q, h: expected two 1-D float64 arrays of the same length");
+    if (n < 1 || n > 64) throw std::invalid_argument("n: must be in 1..64, got " + std::to_string(n));
+    const int64_t V = q.shape(0);
+    const double* qv = q.data();
+    const double* hv = h.data();
+    std::vector<int32_t> toks;
+    std::vector<double> hs, qs;
+    double qsum = 0.0;
+    for (int64_t y = 0; y < V; ++y) {
+        if (!(std::isfinite(qv[y]) && qv[y] >= 0.0)) throw std::invalid_argument("q: entries must be finite and >= 0");
+        if (!(hv[y] >= 0.0 && hv[y] <= 1.0)) throw std::invalid_argument("h: entries must lie in [0, 1]");
+        if (qv[y] > 0.0) {
+            toks.push_back(static_cast<int32_t>(y));
+            hs.push_back(hv[y]);
+            qs.push_back(qv[y]);
+            qsum += qv[y];
+        }
+    }
+    if (static_cast<int64_t>(toks.size()) < n)
+        throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries, has " +
+                                    std::to_string(toks.size()));
+    F64 out(V);
+    double* w = out.mutable_data();
+    std::fill(w, w + V, 0.0);
+    {
+        py::gil_scoped_release nogil;
+        std::sort(qs.begin(), qs.end(), std::greater<double>());
+        const double q_np1 = static_cast<int64_t>(qs.size()) > n ? qs[n] : 0.0;
+        namespace R = v::sweep::race;
+        R::Grid gr;
+        gr.build(n, qsum, q_np1, qs.back());
+        R::Pair base;
+        base.unit(n, gr.G);
+        std::vector<double> wt;
+        R::pass(gr, qv, toks, base, [&](int64_t i, double) { return hs[i]; }, wt, hs.data());
+        for (std::size_t i = 0; i < toks.size(); ++i) w[toks[i]] = wt[i];
+    }
+    return out;
+}
+
 }  // namespace
 
 void register_verifiers(py::module_& m) {
@@ -262,4 +310,7 @@ void register_verifiers(py::module_& m) {
         .def("law", &VerifierBatch::law, py::arg("tuples"), py::arg("row") = 0, py::arg("naive_residual") = false,
              "Exact conditional output law Pr[y | tuple] for each tuple of shape (m, n): array (m, V).\n"
              "naive_residual=True: the law of the biased variant of simulate (for tests).");
+    m.def("race_weights", &race_weights, py::arg("q"), py::arg("h"), py::arg("n"),
+          "E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the\n"
+          "exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).");
 }

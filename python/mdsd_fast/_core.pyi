@@ -120,4 +120,9 @@ def dual_batch(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: ty
     alpha* of each row of (B, V) arrays by the sorted-prefix scan (iid, wor) or the greedy closed form.
     Inputs must already be validated and normalised. Returns (alpha[B], list of certificates or None).
     """
+def race_weights(q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], h: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+    """
+    E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the
+    exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).
+    """
 __version__: str = '0.1.0'
