@@ -654,8 +654,8 @@ struct Optimal {
         };
         // H* once at weight 1: its tokens with p = 0 (never laid: folded into every inner pass's
         // base instead of being swept; up to half of an LLM row's support), and the others (Hp) in
-        // the inner ratio order (their w at weight 1), whose suffix checkpoints after the top
-        // order's head serve that order's greedy pass. Together they are the outer environment.
+        // the inner ratio order (their w at weight 1), whose product after the top order's head
+        // (tail_small, tail_all below) serves that order. Together they are the outer environment.
         std::vector<int32_t> Hp, H0;
         R::Pair base0;
         base0.unit(n, G);
@@ -679,9 +679,18 @@ struct Optimal {
             ord = sorted_by_rho(Hp, rho);
         }
         const int64_t m_top = std::min<int64_t>(static_cast<int64_t>(ord.size()), std::min<int64_t>(kHead, m_max));
-        const R::Checks ck_top = R::suffix_checks(gr, q, std::vector<int32_t>(ord.begin() + m_top, ord.end()), nullptr);
+        // The top order's tail (ord after its head) at weight 1: its small tokens' product (power
+        // sums) for that order's greedy pass, and all of it for the outer environment and the head's.
+        const std::vector<int32_t> tail_top(ord.begin() + m_top, ord.end());
+        const R::Pair tail_small = R::small_product(gr, q, tail_top);
+        R::Pair tail_all = tail_small;
+        for (int32_t y : tail_top)
+            if (q[y] > R::small_cut(gr)) {
+                gr.factors(q[y], e.data(), b.data());
+                tail_all.add(e.data(), b.data(), 1.0, q[y]);
+            }
         if (!As.empty()) {  // outer: H* tokens never block (weight 1)
-            R::Pair env = R::mul(base0, ck_top.at(0, n, G));
+            R::Pair env = R::mul(base0, tail_all);
             for (int64_t i = 0; i < m_top; ++i) {
                 gr.factors(q[ord[i]], e.data(), b.data());
                 env.add(e.data(), b.data(), 1.0, q[ord[i]]);
@@ -804,8 +813,8 @@ struct Optimal {
             // The greedy pass: each token of `tl` (below everything in env) laid until it has won
             // exactly p, or whole with a deficit; hfin (optional) receives the final weights.
             auto lay_greedy = [&](const std::vector<int32_t>& tl, const R::Pair& env, std::vector<sweep::Chunk>& ch,
-                                  std::vector<double>& wn, std::vector<double>* hfin, const R::Checks* ck = nullptr) {
-                R::pass(gr, q, tl, env, [&](int64_t i, double wi) {
+                                  std::vector<double>& wn, std::vector<double>* hfin, const R::Pair* small = nullptr) {
+                auto lay = [&](int64_t i, double wi) {
                     const int32_t y = tl[i];
                     double h = 1.0;  // wi = 0: never laid, every draw lands below reject
                     if (wi > 0.0) {
@@ -815,7 +824,9 @@ struct Optimal {
                     }
                     if (hfin) (*hfin)[i] = h;
                     return h;
-                }, w, nullptr, nullptr, ck);
+                };
+                // by division (no checkpoints) unless the tail holds too many big tokens
+                if (!R::pass_div(gr, q, tl, env, lay, w, small)) R::pass(gr, q, tl, env, lay, w);
             };
             auto deficit_of = [&](const std::vector<double>& wn) {
                 double deficit = 0.0;
@@ -853,18 +864,17 @@ struct Optimal {
                     if (m > 0) sweep_head(times(base, tail, [&](std::size_t i) { return hfin[i]; }));
                 } else {
                     R::Pair env = base;
-                    // the tail's suffix products at weight 1 (ck_top): its whole product for the
-                    // head's environment, and the greedy pass's checkpoints
-                    const R::Checks& ckt = ck_top;
+                    // the tail at weight 1 (tail_all, tail_small): its whole product for the head's
+                    // environment, its small tokens' for the greedy pass
                     if (m > 0) {  // the tail below the head: weight 1 while the head is laid
-                        const auto chh = sweep_head(R::mul(base, ckt.at(0, n, G)));
+                        const auto chh = sweep_head(R::mul(base, tail_all));
                         std::vector<double> hgt(m, 1.0);
                         for (const auto& c : chh)
                             for (int64_t i = 0; i < m; ++i)
                                 if (head[i] == c.tok) hgt[i] -= c.mass;
                         env = times(base, head, [&](std::size_t i) { return std::max(0.0, hgt[i]); });
                     }
-                    lay_greedy(tail, env, ch, wn, nullptr, &ckt);
+                    lay_greedy(tail, env, ch, wn, nullptr, &tail_small);
                 }
                 return deficit_of(wn);
             };

@@ -693,7 +693,18 @@ inline bool product_by_moments(const Grid& gr, const double* q, const std::vecto
             for (int m = k; m <= M; ++m)
                 for (int j = 1; j <= m - k + 1; ++j) c[k][m] += c[1][j] * c[k - 1][m - j];
     }
-    const double Q = qs * P[1];
+    // Q = q(toks), compensated (Neumaier): it enters as e^{-Q t}, whose relative error is Q t times
+    // Q's, and Q t reaches ~100 where the integrands still count (the plain sum gave 1e-12 there).
+    double Q = 0.0;
+    {
+        double comp = 0.0;
+        for (int32_t y : toks) {
+            const double x = q[y], sum = Q + x;
+            comp += std::fabs(Q) >= std::fabs(x) ? (Q - sum) + x : (x - sum) + Q;
+            Q = sum;
+        }
+        Q += comp;
+    }
     double worst = 0.0;  // largest sum of |terms| over |result| (cancellation)
     for (int64_t g = 0; g < G; ++g) {
         const double u = qs * gr.t[g];
@@ -737,6 +748,146 @@ inline bool product_by_moments(const Grid& gr, const double* q, const std::vecto
     return worst < 1e6;  // rounding ~1e-16 times this
 }
 
+// Tokens with q t <= ln 2 on the whole grid are "small": b <= 1/2 <= e at every node, so their
+// factor can be divided out stably and their product comes from power sums (product_by_moments).
+inline double small_cut(const Grid& gr) { return std::log(2.0) / gr.t[gr.G - 1]; }
+
+// The product of the small tokens of `toks` at weight 1: by power sums where well conditioned, else
+// factor by factor (same values to ~1e-13 relative; both are ~2-6e-13 from a long-double product on
+// shipped rows at k ~ 45,000).
+inline Pair small_product(const Grid& gr, const double* q, const std::vector<int32_t>& toks) {
+    const double qcut = small_cut(gr);
+    std::vector<int32_t> small;
+    double qs = 0.0;
+    for (int32_t y : toks)
+        if (q[y] <= qcut) { small.push_back(y); qs = std::max(qs, q[y]); }
+    Pair out;
+    if (product_by_moments(gr, q, small, qs, out)) return out;
+    out.unit(gr.n, gr.G);
+    std::vector<double> e(gr.G), b(gr.G);
+    for (int32_t y : small) {
+        gr.factors(q[y], e.data(), b.data());
+        out.add(e.data(), b.data(), 1.0, q[y]);
+    }
+    return out;
+}
+
+// (dP, dD) = (sP, sD) divided by a token factor e + x b with seed q e (weight 1), ie = 1 / e:
+// dP[c] = (sP[c] - b dP[c-1]) / e, dD[c] = (sD[c] - q e dP[c] - b dD[c-1]) / e.
+inline void div_factor(int n, int64_t G, const double* __restrict__ sP, const double* __restrict__ sD,
+                       double* __restrict__ dP, double* __restrict__ dD, const double* __restrict__ e,
+                       const double* __restrict__ b, const double* __restrict__ ie, double q) {
+    for (int64_t g = 0; g < G; ++g) {
+        const double p1 = sP[g] * ie[g];
+        dP[g] = p1;
+        dD[g] = (sD[g] - q * e[g] * p1) * ie[g];
+    }
+    for (int c = 1; c < n; ++c) {
+        const std::size_t o = static_cast<std::size_t>(c) * G;
+        for (int64_t g = 0; g < G; ++g) {
+            const double p1 = (sP[o + g] - b[g] * dP[o - G + g]) * ie[g];
+            dP[o + g] = p1;
+            dD[o + g] = (sD[o + g] - q * e[g] * p1 - b[g] * dD[o - G + g]) * ie[g];
+        }
+    }
+}
+
+// (P, D) -= u (x b Q + seed q e Q): a product over Q times e + x b (seed q e) becomes the same
+// product over Q times e + x (1 - u) b (seed (1 - u) q e).
+inline void unlay_update(int n, int64_t G, double* __restrict__ P, double* __restrict__ D,
+                         const double* __restrict__ QP, const double* __restrict__ QD, const double* __restrict__ e,
+                         const double* __restrict__ b, double q, double u) {
+    for (int64_t g = 0; g < G; ++g) D[g] -= u * (q * e[g] * QP[g]);
+    for (int c = 1; c < n; ++c) {
+        const std::size_t o = static_cast<std::size_t>(c) * G;
+        for (int64_t g = 0; g < G; ++g) {
+            P[o + g] -= u * (b[g] * QP[o - G + g]);
+            D[o + g] -= u * (q * e[g] * QP[o + g] + b[g] * QD[o - G + g]);
+        }
+    }
+}
+
+// pass() with the suffix at weight 1 and no `ex`, without checkpoints. A running pair E holds env,
+// the small tokens before i at their final weights and those from i on at weight 1. Token i's
+// factor at weight 1 is divided out of E (stable for a small token: b <= 1/2 <= e), which gives its
+// environment Q_i, and E then takes the update E - u Q_i (x b + seed q e), u = 1 - h: the division's
+// rounding enters E only as far as the token is laid. (Re-multiplying Q_i by the final factor
+// instead let rounding drift to 1e-12 relative in w over 40,000 tokens; the update keeps every w
+// within 1e-14 absolute of pass() on the shipped rows.) Big tokens stay out of E: their suffix
+// products at weight 1 are kept for each of them, and their part of the environment enters w as one
+// more pair. `small` (optional): the product of toks' small tokens at weight 1 (small_product).
+// Per small token: one division, one w, one update (pass(): three products and one w, counting its
+// checkpoints). Returns false, doing nothing, when toks holds more than kDivMaxBig big tokens.
+constexpr int64_t kDivMaxBig = 512;
+template <class Lay>
+inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& env, Lay&& lay,
+                     std::vector<double>& w_out, const Pair* small = nullptr) {
+    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
+    const int n = gr.n;
+    const std::size_t S = static_cast<std::size_t>(n) * G;
+    const double qcut = small_cut(gr);
+    std::vector<int64_t> bigpos;
+    for (int64_t i = 0; i < k; ++i)
+        if (q[toks[i]] > qcut) bigpos.push_back(i);
+    const int64_t nbig = static_cast<int64_t>(bigpos.size());
+    if (nbig > kDivMaxBig) return false;
+    std::vector<double> e(G), b(G), ie(G);
+    std::vector<double> sufB(static_cast<std::size_t>(nbig + 1) * 2 * S);  // big tokens from the j-th on
+    {
+        Pair sb;
+        sb.unit(n, G);
+        auto put = [&](int64_t j) {
+            std::copy(sb.Pi.begin(), sb.Pi.end(), sufB.begin() + j * 2 * S);
+            std::copy(sb.D.begin(), sb.D.end(), sufB.begin() + j * 2 * S + S);
+        };
+        put(nbig);
+        for (int64_t j = nbig - 1; j >= 0; --j) {
+            const double qy = q[toks[bigpos[j]]];
+            gr.factors(qy, e.data(), b.data());
+            sb.add(e.data(), b.data(), 1.0, qy);
+            put(j);
+        }
+    }
+    auto suf_pair = [&](int64_t j) {
+        Pair x;
+        x.n = n;
+        x.G = G;
+        x.Pi.assign(sufB.begin() + j * 2 * S, sufB.begin() + j * 2 * S + S);
+        x.D.assign(sufB.begin() + j * 2 * S + S, sufB.begin() + (j + 1) * 2 * S);
+        return x;
+    };
+    Pair E = mul(env, small ? *small : small_product(gr, q, toks)), Qi = E, preB, EB;
+    preB.unit(n, G);
+    EB = suf_pair(0);
+    w_out.assign(k, 0.0);
+    int64_t jb = 0;
+    for (int64_t i = 0; i < k; ++i) {
+        if ((i & (kBlock - 1)) == 0) poll_interrupt_now();
+        const double qy = q[toks[i]];
+        gr.factors(qy, e.data(), b.data());
+        if (jb < nbig && bigpos[jb] == i) {
+            const Pair X = mul(E, preB);
+            const double* sb = &sufB[static_cast<std::size_t>(jb + 1) * 2 * S];
+            const double w = w_raw(gr, X.Pi.data(), X.D.data(), sb, sb + S, e.data(), b.data(), qy);
+            w_out[i] = w;
+            preB.add(e.data(), b.data(), lay(i, w), qy);
+            ++jb;
+            EB = mul(preB, suf_pair(jb));
+            continue;
+        }
+        // Q_i = E / (e + x b) with seed q e: Q[c] = (E[c] - b Q[c-1]) / e, QD[c] = (ED[c] - q e Q[c] - b QD[c-1]) / e
+        for (int64_t g = 0; g < G; ++g) ie[g] = 1.0 / e[g];
+        div_factor(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), e.data(), b.data(), ie.data(), qy);
+        const double w = w_raw(gr, Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), e.data(), b.data(), qy);
+        w_out[i] = w;
+        const double u = 1.0 - lay(i, w);
+        if (u == 0.0) continue;
+        // E <- Q_i (e + x h b) = E - u (x b Q_i + seed q e Q_i)
+        unlay_update(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), e.data(), b.data(), qy, u);
+    }
+    return true;
+}
+
 // w_y of every token of `toks` over `base`, all of `toks` at weight 1 -- for ordering tokens only
 // (the loads of a plan always come from `pass`). At weight 1, w_y depends on y only through q_y.
 // For q t <= ln 2 on the grid ("small" tokens), w(q) = w of a token of mass q divided out of the
@@ -748,7 +899,7 @@ inline void loo_weights(const Grid& gr, const double* q, const std::vector<int32
                         std::vector<double>& w_out) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
-    const double qcut = std::log(2.0) / gr.t[G - 1];
+    const double qcut = small_cut(gr);
     std::vector<double> e(G), b(G);
     std::vector<int32_t> big, small;
     std::vector<int64_t> big_at;
