@@ -91,3 +91,52 @@ def test_race_weights_rejects_bad_input() -> None:
     with pytest.raises(ValueError, match="n: must be in 1..64"):
         _core.race_weights(q, np.ones(3), 0)
     assert mf.optimal_acceptance(q, q, 2, "wor") == pytest.approx(1.0)
+
+
+def _greedy_case(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, int, np.ndarray]:
+    # a few tokens holding most of q and a few tiny ones (q t <= ln 2 on the whole grid: the ones
+    # the greedy pass divides out of its running product)
+    V = int(rng.integers(5, 9))
+    big = int(rng.integers(3, V))
+    q = np.concatenate([rng.dirichlet(np.ones(big)), 10.0 ** rng.uniform(-7, -4, V - big)])
+    q /= q.sum()
+    p = rng.dirichlet(np.full(V, 0.5))
+    p[V - 1] = 0.0 if rng.random() < 0.5 else p[V - 1]
+    p /= p.sum()
+    n = int(rng.integers(2, min(4, V - 1) + 1))
+    order = rng.permutation(np.nonzero(p > 0)[0])[: int(rng.integers(2, V + 1))]
+    return p, q, n, order
+
+
+@pytest.mark.parametrize("division", [True, False])
+def test_race_greedy_pass_matches_enumeration(division: bool) -> None:
+    # Each w_i of the greedy pass is E[1{y in S} prod h] with the tokens before y at their final
+    # weights and every other token at weight 1: check it by enumeration, for both evaluations.
+    rng = np.random.default_rng(11)
+    for it in range(60):
+        p, q, n, order = _greedy_case(rng)
+        w, h = _core.race_greedy(p, q, n, order.astype(np.int64), division)
+        hw = np.ones(len(q))
+        for i, y in enumerate(order):
+            want = enumerated_w(q, hw, n)[y]
+            assert abs(w[i] - want) <= 1e-14 + 1e-12 * want, (it, i, w[i], want)
+            assert h[i] == pytest.approx(0.0 if p[y] >= w[i] else 1.0 - p[y] / w[i], abs=1e-15)
+            hw[y] = h[i]
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_race_greedy_division_equals_checkpointed_pass(shipped, n: int) -> None:
+    # On shipped rows (~45,000 tokens, most of them small) the division pass and the checkpointed
+    # pass give the same weights: the division's rounding does not drift over the pass.
+    ch = next(iter(shipped.iter_chunks(len(shipped))))
+    for r in (15, 300):
+        p = np.asarray(ch.p[r], dtype=np.float64)
+        q = np.asarray(ch.q[r], dtype=np.float64)
+        p, q = p / p.sum(), q / q.sum()
+        live = np.nonzero((p > 0) & (q > 0))[0]
+        order = live[np.argsort(-(p[live] / q[live]), kind="stable")].astype(np.int64)
+        w1, h1 = _core.race_greedy(p, q, n, order, True)
+        w0, h0 = _core.race_greedy(p, q, n, order, False)
+        assert np.max(np.abs(w1 - w0)) <= 1e-12, (r, n, np.max(np.abs(w1 - w0)))
+        assert np.sum(np.abs(w1 - w0)) <= 1e-11, (r, n, np.sum(np.abs(w1 - w0)))
+        assert np.max(np.abs(h1 - h0)) <= 1e-9, (r, n)

@@ -125,4 +125,9 @@ def race_weights(q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], h: 
     E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the
     exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).
     """
+def race_greedy(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, order: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], division: bool = True) -> tuple:
+    """
+    The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):
+    (w, h) per token. division=True: by division (as the plans run it), False: checkpointed (for tests).
+    """
 __version__: str = '0.1.0'
