@@ -260,7 +260,7 @@ class Optimal(Verifier):
     on supports small enough to enumerate (at most 12 tokens on each side of H* and 500,000 ordered
     draft tuples). Larger rows take the full-vocabulary route (exponential-race evaluation, safe
     moves, the exact sweep on a small head or core, chain orders, and at n = 2 the prefix-event
-    sweep on the whole inner system in closed form; median 60-95 ms per shipped row at
+    sweep on the whole inner system in closed form; median ~40-55 ms per shipped row at
     V = 49,152, n = 4, seconds on rare rows). Its plan's acceptance is checked against alpha*_wor,
     and a row that falls short by more than 1e-9 raises ValueError instead of being called optimal
     (``sweep`` keeps such plans). Every shipped row is certified at n = 2, 4 and 8; at n = 3, 532 of
@@ -303,8 +303,8 @@ class TightSetSweep(Verifier):
     plan is not certified to reach alpha*_wor (its greedy parts met a tight-set event they do not
     handle); ``sweep`` keeps that plan. It is lossless on every row, its exact acceptance is the
     plan's accepted mass (at most alpha*_wor, equal to it on every certified row), and it is the
-    way to run the construction over a whole dataset (the report's wor column). Median 22 / 59 /
-    203 ms per shipped position (V = 49,152) at n = 2 / 4 / 8 on one core (up to ~25 s on the few
+    way to run the construction over a whole dataset (the report's wor column). Median 11 / 38 /
+    116 ms per shipped position (V = 49,152) at n = 2 / 4 / 8 on one core (up to ~30 s on the few
     rows that need the last orders). Verification of a tuple: O(n log chunks).
 
     Source: this package (cpp/include/mdsd/verifiers/sweep.hpp, optimal.hpp).
