@@ -238,42 +238,52 @@ class VerifierBatch {
 };
 
 
+// The race grid (sweep::race::Grid) of a draft law q (1-D, finite, >= 0, at least n positive
+// entries), as the full-vocabulary "wor" plans build it. For the test bindings below.
+v::sweep::race::Grid race_grid(const F64& q, int n) {
+    if (q.ndim() != 1) throw std::invalid_argument("q: expected a 1-D float64 array");
+    if (n < 1 || n > 64) throw std::invalid_argument("n: must be in 1..64, got " + std::to_string(n));
+    std::vector<double> qs;
+    double qsum = 0.0;
+    for (int64_t y = 0; y < q.shape(0); ++y) {
+        const double x = q.data()[y];
+        if (!(std::isfinite(x) && x >= 0.0)) throw std::invalid_argument("q: entries must be finite and >= 0");
+        if (x > 0.0) { qs.push_back(x); qsum += x; }
+    }
+    if (static_cast<int64_t>(qs.size()) < n)
+        throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries, has " +
+                                    std::to_string(qs.size()));
+    std::sort(qs.begin(), qs.end(), std::greater<double>());
+    v::sweep::race::Grid gr;
+    gr.build(n, qsum, static_cast<int64_t>(qs.size()) > n ? qs[n] : 0.0, qs.back());
+    return gr;
+}
+
 // E[1{y in S} prod_{j in S, j != y} h_j] for every token y, S the set of n drafts without
 // replacement from q: the exponential-race quadrature every full-vocabulary "wor" plan computes
 // its loads with (sweep::race, OPTIMAL_WOR.md). Exposed so tests can check it against enumeration.
 F64 race_weights(const F64& q, const F64& h, int n) {
-    if (q.ndim() != 1 || h.ndim() != 1 || q.shape(0) != h.shape(0))
+    if (h.ndim() != 1 || q.ndim() != 1 || q.shape(0) != h.shape(0))
         throw std::invalid_argument("q, h: expected two 1-D float64 arrays of the same length");
-    if (n < 1 || n > 64) throw std::invalid_argument("n: must be in 1..64, got " + std::to_string(n));
+    const v::sweep::race::Grid gr = race_grid(q, n);
     const int64_t V = q.shape(0);
     const double* qv = q.data();
     const double* hv = h.data();
     std::vector<int32_t> toks;
-    std::vector<double> hs, qs;
-    double qsum = 0.0;
+    std::vector<double> hs;
     for (int64_t y = 0; y < V; ++y) {
-        if (!(std::isfinite(qv[y]) && qv[y] >= 0.0)) throw std::invalid_argument("q: entries must be finite and >= 0");
         if (!(hv[y] >= 0.0 && hv[y] <= 1.0)) throw std::invalid_argument("h: entries must lie in [0, 1]");
         if (qv[y] > 0.0) {
             toks.push_back(static_cast<int32_t>(y));
             hs.push_back(hv[y]);
-            qs.push_back(qv[y]);
-            qsum += qv[y];
         }
     }
-    if (static_cast<int64_t>(toks.size()) < n)
-        throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries, has " +
-                                    std::to_string(toks.size()));
     F64 out(V);
     double* w = out.mutable_data();
     std::fill(w, w + V, 0.0);
     {
         py::gil_scoped_release nogil;
-        std::sort(qs.begin(), qs.end(), std::greater<double>());
-        const double q_np1 = static_cast<int64_t>(qs.size()) > n ? qs[n] : 0.0;
         namespace R = v::sweep::race;
-        R::Grid gr;
-        gr.build(n, qsum, q_np1, qs.back());
         R::Pair base;
         base.unit(n, gr.G);
         std::vector<double> wt;
@@ -290,10 +300,12 @@ F64 race_weights(const F64& q, const F64& h, int n) {
 py::tuple race_greedy(const F64& p, const F64& q, int n, const I64& order, bool division) {
     if (p.ndim() != 1 || q.ndim() != 1 || p.shape(0) != q.shape(0))
         throw std::invalid_argument("p, q: expected two 1-D float64 arrays of the same length");
-    if (n < 1 || n > 64) throw std::invalid_argument("n: must be in 1..64, got " + std::to_string(n));
+    const v::sweep::race::Grid gr = race_grid(q, n);
     const int64_t V = q.shape(0);
     const double* pv = p.data();
     const double* qv = q.data();
+    for (int64_t y = 0; y < V; ++y)
+        if (!(std::isfinite(pv[y]) && pv[y] >= 0.0)) throw std::invalid_argument("p: entries must be finite and >= 0");
     std::vector<char> in(V, 0);
     std::vector<int32_t> toks;
     for (int64_t i = 0; i < order.shape(0); ++i) {
@@ -303,22 +315,10 @@ py::tuple race_greedy(const F64& p, const F64& q, int n, const I64& order, bool 
         in[y] = 1;
         toks.push_back(static_cast<int32_t>(y));
     }
-    std::vector<double> qs;
-    double qsum = 0.0;
-    for (int64_t y = 0; y < V; ++y) {
-        if (!(std::isfinite(qv[y]) && qv[y] >= 0.0)) throw std::invalid_argument("q: entries must be finite and >= 0");
-        if (!(std::isfinite(pv[y]) && pv[y] >= 0.0)) throw std::invalid_argument("p: entries must be finite and >= 0");
-        if (qv[y] > 0.0) { qs.push_back(qv[y]); qsum += qv[y]; }
-    }
-    if (static_cast<int64_t>(qs.size()) < n)
-        throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries");
     F64 w_out(static_cast<py::ssize_t>(toks.size())), h_out(static_cast<py::ssize_t>(toks.size()));
     {
         py::gil_scoped_release nogil;
-        std::sort(qs.begin(), qs.end(), std::greater<double>());
         namespace R = v::sweep::race;
-        R::Grid gr;
-        gr.build(n, qsum, static_cast<int64_t>(qs.size()) > n ? qs[n] : 0.0, qs.back());
         std::vector<double> e(gr.G), b(gr.G), w, h(toks.size(), 1.0);
         R::Pair env;
         env.unit(n, gr.G);

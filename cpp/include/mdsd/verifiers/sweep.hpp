@@ -558,6 +558,10 @@ struct Checks {
         x.D.assign(v.begin() + c * 2 * S + S, v.begin() + (c + 1) * 2 * S);
         return x;
     }
+    void put(int64_t c, const Pair& x) {
+        std::copy(x.Pi.begin(), x.Pi.end(), v.begin() + c * 2 * S);
+        std::copy(x.D.begin(), x.D.end(), v.begin() + c * 2 * S + S);
+    }
 };
 inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const double* h0) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
@@ -569,18 +573,14 @@ inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<i
     std::vector<double> e(G), b(G);
     Pair s;
     s.unit(n, G);
-    auto put = [&](int64_t c) {
-        std::copy(s.Pi.begin(), s.Pi.end(), ck.v.begin() + c * 2 * ck.S);
-        std::copy(s.D.begin(), s.D.end(), ck.v.begin() + c * 2 * ck.S + ck.S);
-    };
-    put(ck.nb);
+    ck.put(ck.nb, s);
     for (int64_t c = ck.nb - 1; c >= 0; --c) {
         poll_interrupt_now();  // a block is ~0.1 ms; a row can take seconds (Ctrl-C)
         for (int64_t i = std::min(k, (c + 1) * kBlock) - 1; i >= c * kBlock; --i) {
             gr.factors(q[toks[i]], e.data(), b.data());
             s.add(e.data(), b.data(), h0 ? h0[i] : 1.0, q[toks[i]]);
         }
-        put(c);
+        ck.put(c, s);
     }
     return ck;
 }
@@ -832,33 +832,24 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
     const int64_t nbig = static_cast<int64_t>(bigpos.size());
     if (nbig > kDivMaxBig) return false;
     std::vector<double> e(G), b(G), ie(G);
-    std::vector<double> sufB(static_cast<std::size_t>(nbig + 1) * 2 * S);  // big tokens from the j-th on
+    Checks sufB;  // sufB.at(j): the big tokens from the j-th on, at weight 1
+    sufB.S = S;
+    sufB.nb = nbig;
+    sufB.v.resize(static_cast<std::size_t>(nbig + 1) * 2 * S);
     {
         Pair sb;
         sb.unit(n, G);
-        auto put = [&](int64_t j) {
-            std::copy(sb.Pi.begin(), sb.Pi.end(), sufB.begin() + j * 2 * S);
-            std::copy(sb.D.begin(), sb.D.end(), sufB.begin() + j * 2 * S + S);
-        };
-        put(nbig);
+        sufB.put(nbig, sb);
         for (int64_t j = nbig - 1; j >= 0; --j) {
             const double qy = q[toks[bigpos[j]]];
             gr.factors(qy, e.data(), b.data());
             sb.add(e.data(), b.data(), 1.0, qy);
-            put(j);
+            sufB.put(j, sb);
         }
     }
-    auto suf_pair = [&](int64_t j) {
-        Pair x;
-        x.n = n;
-        x.G = G;
-        x.Pi.assign(sufB.begin() + j * 2 * S, sufB.begin() + j * 2 * S + S);
-        x.D.assign(sufB.begin() + j * 2 * S + S, sufB.begin() + (j + 1) * 2 * S);
-        return x;
-    };
     Pair E = mul(env, small ? *small : small_product(gr, q, toks)), Qi = E, preB, EB;
     preB.unit(n, G);
-    EB = suf_pair(0);
+    EB = sufB.at(0, n, G);
     w_out.assign(k, 0.0);
     int64_t jb = 0;
     for (int64_t i = 0; i < k; ++i) {
@@ -867,12 +858,12 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
         gr.factors(qy, e.data(), b.data());
         if (jb < nbig && bigpos[jb] == i) {
             const Pair X = mul(E, preB);
-            const double* sb = &sufB[static_cast<std::size_t>(jb + 1) * 2 * S];
+            const double* sb = &sufB.v[static_cast<std::size_t>(jb + 1) * 2 * S];
             const double w = w_raw(gr, X.Pi.data(), X.D.data(), sb, sb + S, e.data(), b.data(), qy);
             w_out[i] = w;
             preB.add(e.data(), b.data(), lay(i, w), qy);
             ++jb;
-            EB = mul(preB, suf_pair(jb));
+            EB = mul(preB, sufB.at(jb, n, G));
             continue;
         }
         // Q_i = E / (e + x b) with seed q e: Q[c] = (E[c] - b Q[c-1]) / e, QD[c] = (ED[c] - q e Q[c] - b QD[c-1]) / e
