@@ -49,6 +49,7 @@
 #include <vector>
 
 #include "mdsd/parallel.hpp"
+#include "mdsd/wor.hpp"
 
 namespace mdsd::verif::sweep {
 
@@ -389,21 +390,15 @@ struct Grid {
             wt[g0 + g] = h * t[g0 + g];
         }
     }
-    // e_g = exp(-x t_g), b_g = 1 - e_g. Interpolation nodes: by the series of 1 - e^{-y} while
-    // x t_1 <= 1/16 (10 terms, < 1e-19 relative), else directly. Geometric part: the first M nodes
-    // directly, then by doubling (1 - e^{-2y} = b (2 - b) while b <= 1/2, e^{-2y} = e^2 after).
+    // e_g = exp(-x t_g), b_g = 1 - e_g. The interpolation nodes and the first M geometric ones
+    // directly: by the series of 1 - e^{-y} while x t <= 1/8 there (one_minus_exp_neg), else by
+    // libm. The other geometric nodes by doubling (1 - e^{-2y} = b (2 - b) while b <= 1/2,
+    // e^{-2y} = e^2 after).
     void factors(double x, double* e, double* b) const {
-        // 1 - e^{-y} by its series up to y^10 (relative error < 1e-18 for y <= 1/8)
-        auto series = [](double y) {
-            constexpr double inv[11] = {0.0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10};
-            double s = 1.0;
-            for (int m = 10; m >= 2; --m) s = 1.0 - s * y * inv[m];
-            return y * s;
-        };
         const int64_t direct = g0 + M;  // the interpolation nodes and the first M geometric nodes
-        if (x * t[direct - 1] <= 0.125) {
+        if (x * t[direct - 1] <= kSeriesMaxArg) {
             for (int64_t g = 0; g < direct; ++g) {
-                b[g] = series(x * t[g]);
+                b[g] = one_minus_exp_neg(x * t[g]);
                 e[g] = 1.0 - b[g];
             }
         } else {
@@ -773,17 +768,22 @@ inline Pair small_product(const Grid& gr, const double* q, const std::vector<int
 }
 
 // (dP, dD) = (sP, sD) divided by a token factor e + x b with seed q e (weight 1), ie = 1 / e:
-// dP[c] = (sP[c] - b dP[c-1]) / e, dD[c] = (sD[c] - q e dP[c] - b dD[c-1]) / e.
+// dP[c] = (sP[c] - b dP[c-1]) / e, dD[c] = (sD[c] - q e dP[c] - b dD[c-1]) / e. The top row of D
+// (x^{n-1}) is left alone: no w reads it, and no lower row depends on it.
 inline void div_factor(int n, int64_t G, const double* __restrict__ sP, const double* __restrict__ sD,
                        double* __restrict__ dP, double* __restrict__ dD, const double* __restrict__ e,
                        const double* __restrict__ b, const double* __restrict__ ie, double q) {
     for (int64_t g = 0; g < G; ++g) {
         const double p1 = sP[g] * ie[g];
         dP[g] = p1;
-        dD[g] = (sD[g] - q * e[g] * p1) * ie[g];
+        if (n > 1) dD[g] = (sD[g] - q * e[g] * p1) * ie[g];
     }
     for (int c = 1; c < n; ++c) {
         const std::size_t o = static_cast<std::size_t>(c) * G;
+        if (c == n - 1) {
+            for (int64_t g = 0; g < G; ++g) dP[o + g] = (sP[o + g] - b[g] * dP[o - G + g]) * ie[g];
+            break;
+        }
         for (int64_t g = 0; g < G; ++g) {
             const double p1 = (sP[o + g] - b[g] * dP[o - G + g]) * ie[g];
             dP[o + g] = p1;
@@ -793,13 +793,18 @@ inline void div_factor(int n, int64_t G, const double* __restrict__ sP, const do
 }
 
 // (P, D) -= u (x b Q + seed q e Q): a product over Q times e + x b (seed q e) becomes the same
-// product over Q times e + x (1 - u) b (seed (1 - u) q e).
+// product over Q times e + x (1 - u) b (seed (1 - u) q e). D's top row is not kept (div_factor).
 inline void unlay_update(int n, int64_t G, double* __restrict__ P, double* __restrict__ D,
                          const double* __restrict__ QP, const double* __restrict__ QD, const double* __restrict__ e,
                          const double* __restrict__ b, double q, double u) {
-    for (int64_t g = 0; g < G; ++g) D[g] -= u * (q * e[g] * QP[g]);
+    if (n > 1)
+        for (int64_t g = 0; g < G; ++g) D[g] -= u * (q * e[g] * QP[g]);
     for (int c = 1; c < n; ++c) {
         const std::size_t o = static_cast<std::size_t>(c) * G;
+        if (c == n - 1) {
+            for (int64_t g = 0; g < G; ++g) P[o + g] -= u * (b[g] * QP[o - G + g]);
+            break;
+        }
         for (int64_t g = 0; g < G; ++g) {
             P[o + g] -= u * (b[g] * QP[o - G + g]);
             D[o + g] -= u * (q * e[g] * QP[o + g] + b[g] * QD[o - G + g]);
