@@ -684,8 +684,9 @@ struct Optimal {
         const std::vector<int32_t> tail_top(ord.begin() + m_top, ord.end());
         const R::Pair tail_small = R::small_product(gr, q, tail_top);
         R::Pair tail_all = tail_small;
+        const double qcut = R::small_cut(gr);
         for (int32_t y : tail_top)
-            if (q[y] > R::small_cut(gr)) {
+            if (q[y] > qcut) {
                 gr.factors(q[y], e.data(), b.data());
                 tail_all.add(e.data(), b.data(), 1.0, q[y]);
             }
