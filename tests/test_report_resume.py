@@ -1,4 +1,4 @@
-"""--resume reuses a shard only for the same data, config and code.
+"""--resume reuses a shard only for the same data, config and code; progress lines on stderr.
 
 A shard used to be reused when its file name (dataset file stem, domain, temperature, draft) and
 config fingerprint matched, so a rerun on swapped --arrays (copied to <out>/arrays/p.npy, q.npy
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -127,3 +129,28 @@ def test_resume_unchanged_reuses_and_says_so(tmp_path: Path, capsys: pytest.Capt
     monkeypatch.setattr(report_mod, "_code_digest", lambda: "another build")
     gap_report(src, config=cfg2, out_dir=out, resume=True, progress=False)
     assert resume_line(capsys.readouterr().err).endswith(f"({GROUPS} recomputed: code changed for {GROUPS})")
+
+
+def test_progress_lines_when_not_a_terminal(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tiny_dataset(tmp_path / "data.npz", seed=6)
+    gap_report(src, config=CFG, out_dir=tmp_path / "auto")  # progress=None: stderr is not a TTY here
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("report:")]
+    assert len(lines) == GROUPS
+    assert lines[0].startswith(f"report: 1/{GROUPS} groups done (data: d1 T=0.5 chat) ")
+    assert lines[-1].startswith(f"report: {GROUPS}/{GROUPS} groups done (")
+    assert all(ln.endswith(" s") for ln in lines)
+    gap_report(src, config=CFG, out_dir=tmp_path / "quiet", progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_progress_and_resume_lines_on_piped_stderr(tmp_path: Path) -> None:
+    src = tiny_dataset(tmp_path / "data.npz", seed=7)
+    args = [sys.executable, "-m", "mdsd_fast", "report", "--dataset", str(src), "--out", str(tmp_path / "out"),
+            "--schemes", "iid,wor", "--n", "1,2", "--verifiers", "sd,rrs", "--no-plots"]
+    res = subprocess.run(args, check=True, capture_output=True, text=True, timeout=300)
+    lines = [ln for ln in res.stderr.splitlines() if ln.startswith("report:")]
+    assert [ln.split(" groups done")[0] for ln in lines] == [f"report: {k}/{GROUPS}" for k in range(1, GROUPS + 1)]
+    res = subprocess.run([*args, "--resume", "--no-progress"], check=True, capture_output=True, text=True, timeout=300)
+    assert res.stderr.strip() == f"resume: reused {GROUPS} of {GROUPS} groups"
+    meta = json.loads((tmp_path / "out" / "report.json").read_text())["metadata"]
+    assert meta["units_reused"] == GROUPS

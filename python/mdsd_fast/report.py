@@ -153,6 +153,14 @@ class Unit:
             return f"{self.key}__{hashlib.sha256(self.source.encode()).hexdigest()[:8]}"
         return self.key
 
+    def label(self) -> str:
+        """Short human-readable name of the group (progress lines)."""
+        if self.source.startswith("arrays:"):
+            return "user arrays"
+        t = "" if math.isnan(self.temperature) else f" T={self.temperature:g}"
+        head = f"{Path(self.source).stem}: " if self.source else ""
+        return f"{head}{self.draft}{t} {self.domain}"
+
 
 _file_digests: dict[tuple[Any, ...], str] = {}
 
@@ -453,22 +461,39 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _progress(total: int, enabled: bool | None, desc: str) -> Any:
-    if enabled is None:
-        enabled = sys.stderr.isatty() and not os.environ.get("CI")
-    if enabled:
-        try:
-            from tqdm import tqdm
+class _Progress:
+    """Progress of the units: a tqdm bar, or one plain stderr line per finished group, or nothing.
 
-            return tqdm(total=total, desc=desc, unit="unit")
-        except ImportError:
-            pass
+    enabled None (auto): the bar on a terminal (unless $CI is set), plain lines otherwise (logs,
+    CI); True: the bar (plain lines without tqdm); False: silent."""
 
-    class _Quiet:
-        def update(self, k: int = 1) -> None: ...
-        def close(self) -> None: ...
+    def __init__(self, total: int, enabled: bool | None, desc: str) -> None:
+        self.total, self.desc, self.done = total, desc, 0
+        self.t0 = time.perf_counter()
+        self.bar: Any = None
+        self.plain = False
+        if enabled is False:
+            return
+        if enabled or (sys.stderr.isatty() and not os.environ.get("CI")):
+            try:
+                from tqdm import tqdm
 
-    return _Quiet()
+                self.bar = tqdm(total=total, desc=desc, unit="group")
+            except ImportError:
+                pass
+        self.plain = self.bar is None
+
+    def update(self, unit: Unit) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.plain:
+            print(f"{self.desc}: {self.done}/{self.total} groups done ({unit.label()}) "
+                  f"{time.perf_counter() - self.t0:.1f} s", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
@@ -494,28 +519,29 @@ def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
 
 def _run_units(units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: int, scheduler: str | None,
                progress: bool | None) -> None:
-    bar = _progress(len(units), progress, "report")
+    bar = _Progress(len(units), progress, "report")
     try:
         if scheduler:
             from dask.distributed import Client, as_completed
 
             with Client(scheduler) as client:
                 futures = client.map(compute_unit, units, cfg=cfg, out_dir=out_dir, pure=False)
+                of = {fut.key: u for fut, u in zip(futures, units)}
                 for fut in as_completed(futures):
                     fut.result()
-                    bar.update(1)
+                    bar.update(of[fut.key])
         elif workers > 1:
             from concurrent.futures import ProcessPoolExecutor, as_completed as done
 
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futs = [pool.submit(compute_unit, u, cfg, out_dir) for u in units]
+                futs = {pool.submit(compute_unit, u, cfg, out_dir): u for u in units}
                 for f in done(futs):
                     f.result()
-                    bar.update(1)
+                    bar.update(futs[f])
         else:
             for u in units:
                 compute_unit(u, cfg, out_dir)
-                bar.update(1)
+                bar.update(u)
     finally:
         bar.close()
 
@@ -670,6 +696,8 @@ def gap_report(
         code; the others are recomputed. One line on stderr says how many groups were reused and
         why the rest were not; ``metadata["units_reused"]`` records the count.
     workers : local processes; scheduler : a Dask scheduler address (``tcp://host:port``).
+    progress : None (auto: a bar on a terminal, one plain stderr line per finished group
+        otherwise), True (the bar), False (silent).
     """
     cfg = config or ReportConfig()
     t0 = time.perf_counter()
