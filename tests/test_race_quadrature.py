@@ -1,4 +1,4 @@
-"""The exponential-race quadrature behind every full-vocabulary "wor" plan (sweep::race, OPTIMAL_WOR.md).
+"""The exponential-race quadrature behind every full-vocabulary "wor" plan (cpp/include/mdsd/race/, docs/theory.md §14).
 
 Each plan's loads are u_y * w_y with w_y = E[1{y in S} prod_{S minus y} h] computed by this
 quadrature, so its accuracy is the plan's: checked here against enumeration of the ordered draws
@@ -45,7 +45,7 @@ def test_race_weights_match_enumeration() -> None:
         h = rng.uniform(0.0, 1.0, V)
         h[rng.random(V) < 0.2] = 0.0
         h[rng.random(V) < 0.2] = 1.0
-        got = _core.race_weights(q, h, n)
+        got = _core._testing.race_weights(q, h, n)
         want = enumerated_w(q, h, n)
         err = np.abs(got - want)
         assert np.all(err <= 1e-14 + 1e-12 * want), (it, q, h, n, got, want)
@@ -62,7 +62,7 @@ def test_race_weights_sum_to_n_on_shipped_rows(shipped, n: int) -> None:
     for r in range(0, len(ch.q), 90):
         q = np.asarray(ch.q[r], dtype=np.float64)
         q = q / q.sum()
-        w = _core.race_weights(q, np.ones_like(q), n)
+        w = _core._testing.race_weights(q, np.ones_like(q), n)
         assert abs(w.sum() - n) <= 1e-11, (r, n, w.sum())
         assert np.all(w[q == 0] == 0.0) and np.all(w[q > 0] > 0.0)
 
@@ -72,24 +72,24 @@ def test_race_weights_large_n() -> None:
     rng = np.random.default_rng(7)
     q = rng.dirichlet(np.ones(200))
     for n in (16, 40, 64):
-        w = _core.race_weights(q, np.ones_like(q), n)
+        w = _core._testing.race_weights(q, np.ones_like(q), n)
         assert abs(w.sum() - n) <= 1e-10, (n, w.sum())
 
 
 def test_race_weights_rejects_bad_input() -> None:
     q = np.array([0.5, 0.3, 0.2])
     with pytest.raises(ValueError, match="h: entries must lie in"):
-        _core.race_weights(q, np.array([1.0, 2.0, 1.0]), 2)
+        _core._testing.race_weights(q, np.array([1.0, 2.0, 1.0]), 2)
     with pytest.raises(ValueError, match="needs at least n = 4"):
-        _core.race_weights(q, np.ones(3), 4)
+        _core._testing.race_weights(q, np.ones(3), 4)
     with pytest.raises(ValueError, match="same length"):
-        _core.race_weights(q, np.ones(2), 2)
+        _core._testing.race_weights(q, np.ones(2), 2)
     with pytest.raises(ValueError, match="h: entries must lie in"):
-        _core.race_weights(q, np.array([1.0, np.nan, 1.0]), 2)
+        _core._testing.race_weights(q, np.array([1.0, np.nan, 1.0]), 2)
     with pytest.raises(ValueError, match="q: entries must be finite"):
-        _core.race_weights(np.array([0.5, np.nan, 0.2]), np.ones(3), 2)
+        _core._testing.race_weights(np.array([0.5, np.nan, 0.2]), np.ones(3), 2)
     with pytest.raises(ValueError, match="n: must be in 1..64"):
-        _core.race_weights(q, np.ones(3), 0)
+        _core._testing.race_weights(q, np.ones(3), 0)
     assert mf.optimal_acceptance(q, q, 2, "wor") == pytest.approx(1.0)
 
 
@@ -115,7 +115,7 @@ def test_race_greedy_pass_matches_enumeration(division: bool) -> None:
     rng = np.random.default_rng(11)
     for it in range(60):
         p, q, n, order = _greedy_case(rng)
-        w, h = _core.race_greedy(p, q, n, order.astype(np.int64), division)
+        w, h = _core._testing.race_greedy(p, q, n, order.astype(np.int64), division)
         hw = np.ones(len(q))
         for i, y in enumerate(order):
             want = enumerated_w(q, hw, n)[y]
@@ -135,8 +135,8 @@ def test_race_greedy_division_equals_checkpointed_pass(shipped, n: int) -> None:
         p, q = p / p.sum(), q / q.sum()
         live = np.nonzero((p > 0) & (q > 0))[0]
         order = live[np.argsort(-(p[live] / q[live]), kind="stable")].astype(np.int64)
-        w1, h1 = _core.race_greedy(p, q, n, order, True)
-        w0, h0 = _core.race_greedy(p, q, n, order, False)
+        w1, h1 = _core._testing.race_greedy(p, q, n, order, True)
+        w0, h0 = _core._testing.race_greedy(p, q, n, order, False)
         assert np.max(np.abs(w1 - w0)) <= 1e-12, (r, n, np.max(np.abs(w1 - w0)))
         assert np.sum(np.abs(w1 - w0)) <= 1e-11, (r, n, np.sum(np.abs(w1 - w0)))
         assert np.max(np.abs(h1 - h0)) <= 1e-9, (r, n)

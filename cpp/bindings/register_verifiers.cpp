@@ -36,8 +36,21 @@ struct Workspace {
 class VerifierBatch {
   public:
     VerifierBatch(const std::string& name, const F64& p, const F64& q, int n, const std::string& scheme,
-                  const py::object& lp, int threads)
+                  const py::object& lp, int threads, double budget, const py::dict& wor_options)
         : name_(name) {
+        if (!(budget > 0.0)) throw std::invalid_argument("budget: must be a positive amount of work, got " + std::to_string(budget));
+        v::wor::Options wor_opt;
+        wor_opt.work_budget = budget;
+        for (const auto& kv : wor_options) {
+            const std::string k = py::cast<std::string>(kv.first);
+            const int64_t x = py::cast<int64_t>(kv.second);
+            if (x < 1) throw std::invalid_argument("wor_options: " + k + " must be >= 1");
+            if (k == "exact_head") wor_opt.exact_head = static_cast<int>(std::min<int64_t>(x, 64));
+            else if (k == "event_head") wor_opt.event_head = x;
+            else if (k == "last_resort_head") wor_opt.last_resort_head = x;
+            else if (k == "chain_depth") wor_opt.chain_depth = static_cast<int>(std::min<int64_t>(x, 64));
+            else throw std::invalid_argument("wor_options: unknown option '" + k + "'");
+        }
         if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
             throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
         if (n < 1) throw std::invalid_argument("n: must be >= 1");
@@ -76,7 +89,7 @@ class VerifierBatch {
         py::gil_scoped_release nogil;
         mdsd::parallel_rows<Workspace>(B_, threads, [&](int64_t r, Workspace&) {
             rows_[r] = v::prepare_row(kind, pp + r * V, qq + r * V, V, n, sk,
-                                      kind == v::Kind::OptimalLp ? &flow[r] : nullptr);
+                                      kind == v::Kind::OptimalLp ? &flow[r] : nullptr, wor_opt);
         });
     }
 
@@ -98,6 +111,34 @@ class VerifierBatch {
         py::array_t<double> out(B_);
         for (int64_t r = 0; r < B_; ++r) out.mutable_data()[r] = rows_[r]->rho();
         return out;
+    }
+
+    // What the without-replacement route did with each row: work spent, whether the budget ran
+    // out, the inner order of the kept plan, orders run, alpha* and the plan's acceptance.
+    py::dict route() const {
+        py::array_t<double> work(B_), star(B_), plan(B_);
+        py::array_t<bool> out(B_);
+        py::array_t<int64_t> order(B_), runs(B_);
+        py::list names;
+        for (int64_t r = 0; r < B_; ++r) {
+            const v::wor::Report* rep = rows_[r]->route();
+            work.mutable_data()[r] = rep ? rep->work : 0.0;
+            out.mutable_data()[r] = rep ? rep->out_of_budget : false;
+            order.mutable_data()[r] = rep ? rep->best_order : -1;
+            runs.mutable_data()[r] = rep ? rep->orders_run : 0;
+            names.append(v::wor::order_name(rep ? rep->best_order : -1));
+            star.mutable_data()[r] = rows_[r]->alpha_star();
+            plan.mutable_data()[r] = rows_[r]->exact(0.0);
+        }
+        py::dict d;
+        d["work"] = work;
+        d["out_of_budget"] = out;
+        d["best_order"] = order;
+        d["best_order_name"] = names;
+        d["orders_run"] = runs;
+        d["alpha_star"] = star;
+        d["alpha_plan"] = plan;
+        return d;
     }
 
     py::array_t<double> cost() const {
@@ -259,9 +300,13 @@ void register_verifiers(py::module_& m) {
         "The verifier table (cpp/include/mdsd/verifiers/registry.hpp): one dict per verifier.");
     py::class_<VerifierBatch>(m, "VerifierBatch",
                               "One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).")
-        .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int>(),
+        .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int,
+                      double, const py::dict&>(),
              py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"), py::arg("lp") = py::none(),
-             py::arg("threads") = 0)
+             py::arg("threads") = 0, py::arg("budget") = v::wor::kDefaultWorkBudget, py::arg("wor_options") = py::dict())
+        .def("route", &VerifierBatch::route,
+             "What the without-replacement route did with each row (optimal / sweep with scheme='wor'): a dict\n"
+             "of arrays work, out_of_budget, best_order, orders_run, alpha_star, alpha_plan and best_order_name.")
         .def_property_readonly("B", &VerifierBatch::B)
         .def_property_readonly("V", &VerifierBatch::V)
         .def_property_readonly("n", &VerifierBatch::n)

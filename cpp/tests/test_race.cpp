@@ -10,10 +10,12 @@
 //   * product_by_moments against the factor-by-factor product; loo_weights against pass at h = 1;
 //   * Grid: its weights integrate Erlang densities to 1; Grid::factors against libm.
 //
-// The race code is being moved to cpp/include/mdsd/race/*.hpp (namespace mdsd::race): switch the
-// include and the alias below and nothing else.
-#include "mdsd/verifiers/sweep.hpp"
-namespace R = mdsd::verif::sweep::race;
+#include "mdsd/race/grid.hpp"
+#include "mdsd/race/loo.hpp"
+#include "mdsd/race/moments.hpp"
+#include "mdsd/race/pair.hpp"
+#include "mdsd/race/pass.hpp"
+namespace R = mdsd::race;
 
 #include <cstdio>
 #include <functional>

@@ -15,6 +15,10 @@ simulate(name, p, q, n, samples, *, rng=None, scheme=None)
     draft and verify in C++: output tokens, accepted flags and the drafts.
 verify(name, p, q, drafts, *, rng=None, scheme=None)
     verify draft tuples drawn by the caller: (token, accepted).
+route_report(name, p, q, n, *, work_budget=None)
+    what the without-replacement route of "optimal" / "sweep" did with each row (work, order, gap).
+limits
+    the package's limits, one table shared with the C++ core.
 load_dataset(path=None)
     real next-token distributions (the shipped SmolLM2-135M dataset by default).
 """
@@ -24,7 +28,18 @@ from __future__ import annotations
 from ._core import __version__ as _core_version
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
 from .data import LMDataset, from_arrays, load_dataset
-from .verifiers import EXACT_BUDGET, Simulation, Verifier, acceptance, simulate, verifiers, verify
+from . import limits
+from .verifiers import (
+    EXACT_BUDGET,
+    WOR_WORK_BUDGET,
+    Simulation,
+    Verifier,
+    acceptance,
+    route_report,
+    simulate,
+    verifiers,
+    verify,
+)
 
 __version__ = _core_version
 
@@ -43,6 +58,9 @@ __all__ = [
     "Verifier",
     "Simulation",
     "EXACT_BUDGET",
+    "WOR_WORK_BUDGET",
+    "route_report",
+    "limits",
     "LMDataset",
     "load_dataset",
     "from_arrays",

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch']
+__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'limits', 'verifier_table']
 class TooLargeError(ValueError):
     """
     The enumeration would exceed max_sets (a ValueError). The message gives the size needed.
@@ -71,8 +71,13 @@ class VerifierBatch:
     """
     One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).
     """
-    def __init__(self, name: str, p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, lp: typing.Any = None, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> None:
+    def __init__(self, name: str, p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, lp: typing.Any = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, budget: typing.SupportsFloat | typing.SupportsIndex = 60000000.0) -> None:
         ...
+    def route(self) -> dict:
+        """
+        What the without-replacement route did with each row (optimal / sweep with scheme='wor'): a dict
+        of arrays work, out_of_budget, best_order, orders_run, alpha_star, alpha_plan and best_order_name.
+        """
     def cost(self) -> numpy.typing.NDArray[numpy.float64]:
         """
         Estimated work of the exact route per row (rrs-wor; 0 otherwise).
@@ -120,14 +125,21 @@ def dual_batch(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: ty
     alpha* of each row of (B, V) arrays by the sorted-prefix scan (iid, wor) or the greedy closed form.
     Inputs must already be validated and normalised. Returns (alpha[B], list of certificates or None).
     """
-def race_weights(q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], h: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]:
+def limits() -> dict:
     """
-    E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the
-    exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).
+    The package's limits (cpp/include/mdsd/limits.hpp): name -> (value, what it limits).
     """
-def race_greedy(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, order: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], division: bool = True) -> tuple:
+def verifier_table() -> list:
     """
-    The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):
-    (w, h) per token. division=True: by division (as the plans run it), False: checkpointed (for tests).
+    The verifier table (cpp/include/mdsd/verifiers/registry.hpp): one dict per verifier.
     """
+class _TestingModule:
+    """
+    Hooks into the C++ kernels for the tests (not a public API).
+    """
+    @staticmethod
+    def race_weights(q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], h: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]: ...
+    @staticmethod
+    def race_greedy(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, order: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], division: bool = True) -> tuple: ...
+_testing: _TestingModule
 __version__: str = '0.1.0'

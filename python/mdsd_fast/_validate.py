@@ -26,11 +26,13 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 from numpy.typing import NDArray
 
+from . import limits
+
 SUM_TOL = 1e-4
 #: Largest vocabulary: token ids are int32 in the C++ core.
-MAX_V = 2**31 - 1
-#: Requests for more threads than this are clamped (the C++ core caps at 256 anyway).
-MAX_THREADS = 256
+MAX_V = limits.MAX_VOCAB
+#: Requests for more threads than this are clamped (the C++ core caps there anyway).
+MAX_THREADS = limits.MAX_THREADS
 #: Draft schemes of ``optimal_acceptance``, and those ``solve_lp`` also accepts.
 Scheme = Literal["iid", "wor", "greedy"]
 LPScheme = Literal["iid", "wor", "greedy", "independent", "explicit"]
@@ -130,8 +132,8 @@ def check_n(n: Any, *, name: str = "n") -> int:
     n = operator.index(n)
     if n < 1:
         raise ValueError(f"{name}: the number of drafts must be >= 1, got {n}")
-    if n > 1_000_000:
-        raise ValueError(f"{name}: {n} drafts is beyond any supported computation")
+    if n > limits.MAX_DRAFTS:
+        raise ValueError(f"{name}: {n} drafts is beyond any supported computation (limit {limits.MAX_DRAFTS})")
     return n
 
 

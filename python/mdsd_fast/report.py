@@ -50,19 +50,11 @@ __all__ = ["ReportConfig", "GapReport", "gap_report", "expected_tokens", "DEFAUL
 #: construction (at alpha*_wor wherever certified, lossless everywhere).
 DEFAULT_VERIFIERS = ("sd", "rrs", "kseq", "rrs-wor", "spechub", "greedy", "optimal", "sweep")
 
-# The scheme whose alpha* bounds each verifier, and the n it handles (None = any n >= 2).
-_VERIFIER_SCHEMES: dict[str, tuple[str, ...]] = {
-    "sd": ("iid", "wor", "greedy"),  # n = 1: every scheme is one draft from q
-    "rrs": ("iid",),
-    "kseq": ("iid",),
-    "rrs-wor": ("wor",),
-    "spechub": ("greedy",),
-    "greedy": ("greedy",),
-    "optimal-lp": ("iid", "wor", "greedy"),
-    "optimal": ("iid",),  # wor: refused on rows it cannot certify, so the report runs "sweep"
-    "sweep": ("wor",),
-}
-_FIXED_N = {"sd": 1, "spechub": 2}
+# The schemes under which the report lists each verifier, and the n it handles (None: every n >= 2
+# of the config), from the verifier table. "optimal" is listed under "iid" only: for "wor" it
+# refuses the rows it cannot certify, so the report runs "sweep", its keep policy, there.
+_VERIFIER_SCHEMES: dict[str, tuple[str, ...]] = {name: v.report_schemes for name, v in verifiers.items()}
+_FIXED_N = {name: v.fixed_n for name, v in verifiers.items() if v.fixed_n is not None}
 
 
 def expected_tokens(alpha: float | NDArray[np.float64], gamma: int) -> Any:

@@ -34,6 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
+from .limits import WOR_WORK_BUDGET
 from ._validate import Scheme, as_array, as_pair, check_bool, check_n, check_scheme, check_support, check_threads
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 
@@ -47,7 +48,9 @@ __all__ = [
     "EXACT_BUDGET",
     "SIMULATE_BUDGET_BYTES",
     "MAX_SAMPLES",
+    "WOR_WORK_BUDGET",
     "VerifierName",
+    "route_report",
 ]
 
 VerifierName = Literal["sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp", "optimal", "sweep"]
@@ -85,7 +88,13 @@ class Verifier:
     schemes : the schemes it accepts.
     optimal_scheme : scheme of ``optimal_acceptance`` whose alpha* bounds this verifier.
     fixed_n : the only number of drafts it handles, or None.
+    n_min, n_max : the number of drafts it handles.
+    report_schemes : the schemes under which the gap report lists it.
+    exact_route : how its exact acceptance is computed.
     source : the papers it comes from.
+
+    Every attribute but ``source`` comes from the C++ core's verifier table
+    (``_core.verifier_table()``), the one table the registry, this module and the report read.
     """
 
     name: str = ""
@@ -93,6 +102,10 @@ class Verifier:
     schemes: tuple[str, ...] = ("iid",)
     optimal_scheme: str = "iid"
     fixed_n: int | None = None
+    n_min: int = 1
+    n_max: int = 1
+    report_schemes: tuple[str, ...] = ()
+    exact_route: str = ""
     source: str = ""
 
     def acceptance(self, p: ArrayLike, q: ArrayLike, n: int, **kwargs: Any) -> Any:
@@ -131,7 +144,6 @@ class SpeculativeSampling(Verifier):
     """
 
     name = "sd"
-    fixed_n = 1
     source = "Leviathan et al. 2023; Chen et al. 2023"
 
 
@@ -165,9 +177,6 @@ class RecursiveRejectionWor(Verifier):
     """
 
     name = "rrs-wor"
-    scheme = "wor"
-    schemes = ("wor",)
-    optimal_scheme = "wor"
     source = "MCSD (Yang et al. 2024); RSD (Jeon et al. 2024); Sequoia; EAGLE-1"
 
 
@@ -208,10 +217,6 @@ class SpecHub(Verifier):
     """
 
     name = "spechub"
-    scheme = "spechub"
-    schemes = ("spechub",)
-    optimal_scheme = "greedy"
-    fixed_n = 2
     source = "SpecHub (Sun et al. 2024)"
 
 
@@ -227,9 +232,6 @@ class GreedyOptimal(Verifier):
     """
 
     name = "greedy"
-    scheme = "greedy"
-    schemes = ("greedy",)
-    optimal_scheme = "greedy"
     source = "Hu et al. 2025"
 
 
@@ -246,7 +248,6 @@ class OptimalLP(Verifier):
     """
 
     name = "optimal-lp"
-    schemes = ("iid", "wor", "greedy")
     source = "OT plan of the flow LP (SpecTr's OTM; Hu et al. 2025)"
 
     def resolve_scheme(self, scheme: str | None) -> str:
@@ -287,7 +288,6 @@ class Optimal(Verifier):
     """
 
     name = "optimal"
-    schemes = ("iid", "wor")
     source = "certificate split (Thomas & Pal) + level race (this package)"
 
     def resolve_scheme(self, scheme: str | None) -> str:
@@ -311,13 +311,23 @@ class TightSetSweep(Verifier):
     """
 
     name = "sweep"
-    scheme = "wor"
-    schemes = ("wor",)
-    optimal_scheme = "wor"
     source = "tight-set sweep (this package)"
 
 
+def _from_table(v: Verifier, row: Mapping[str, Any]) -> Verifier:
+    """The facts of a verifier from its row of the C++ verifier table."""
+    v.schemes = tuple(str(row["schemes"]).split(","))
+    v.scheme = v.schemes[0]
+    v.optimal_scheme = str(row["bound"])
+    v.n_min, v.n_max = int(row["n_min"]), int(row["n_max"])
+    v.fixed_n = v.n_min if v.n_min == v.n_max else None
+    v.report_schemes = tuple(str(row["report"]).split(","))
+    v.exact_route = str(row["exact"])
+    return v
+
+
 def _make_registry() -> Mapping[str, Verifier]:
+    table = {str(row["name"]): row for row in _core.verifier_table()}
     items: list[Verifier] = [
         SpeculativeSampling(),
         RecursiveRejection(),
@@ -329,7 +339,9 @@ def _make_registry() -> Mapping[str, Verifier]:
         Optimal(),
         TightSetSweep(),
     ]
-    return MappingProxyType({v.name: v for v in items})
+    if sorted(table) != sorted(v.name for v in items):
+        raise ImportError(f"mdsd_fast: the verifier table ({sorted(table)}) and verifiers.py disagree")
+    return MappingProxyType({v.name: _from_table(v, table[v.name]) for v in items})
 
 
 #: Registry: verifier name -> :class:`Verifier` (read-only).
@@ -366,8 +378,25 @@ def _samples(samples: Any, *, minimum: int) -> int:
     return count
 
 
+def _work_budget(work_budget: Any) -> float:
+    if work_budget is None:
+        return WOR_WORK_BUDGET
+    if isinstance(work_budget, (bool, np.bool_)) or not isinstance(work_budget, numbers.Real):
+        raise TypeError(f"work_budget: expected a positive number of grid operations, got {type(work_budget).__name__}")
+    b = float(work_budget)
+    if not (b > 0.0 and np.isfinite(b)):
+        raise ValueError(f"work_budget: expected a positive finite number of grid operations, got {work_budget!r}")
+    return b
+
+
 def _prepare(
-    name: Any, p: ArrayLike, q: ArrayLike, n: Any, scheme: str | None, threads: Any
+    name: Any,
+    p: ArrayLike,
+    q: ArrayLike,
+    n: Any,
+    scheme: str | None,
+    threads: Any,
+    work_budget: Any = None,
 ) -> tuple[Any, bool]:
     """Validate, broadcast (B, V), and prepare the C++ verifier for every row."""
     v = _lookup(name)
@@ -375,6 +404,8 @@ def _prepare(
     n = check_n(n)
     if v.fixed_n is not None and n != v.fixed_n:
         raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
+    if not v.n_min <= n <= v.n_max:
+        raise ValueError(f"n: verifier {v.name!r} handles {v.n_min} <= n <= {v.n_max} drafts, got n = {n}")
     p2, q2, batched = as_pair(p, q)
     B = p2.shape[0]
     check_support("q", q2, n, "greedy" if sch == "spechub" else sch)
@@ -388,7 +419,8 @@ def _prepare(
             except TooLargeError as exc:
                 raise TooLargeError(f"optimal-lp needs the flow LP of every position: {exc}") from None
             lp.append((res.set_ptr, res.set_tokens, res.flows, res.set_weights))
-    return _core.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads)), batched
+    budget = _work_budget(work_budget)
+    return _core.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget), batched
 
 
 def acceptance(
@@ -402,6 +434,7 @@ def acceptance(
     rng: Any = None,
     scheme: str | None = None,
     threads: int | None = None,
+    work_budget: float | None = None,
 ) -> Any:
     """Acceptance rate of a verifier: Pr[its output is one of the drafts].
 
@@ -419,6 +452,11 @@ def acceptance(
     scheme : draft scheme, for "optimal-lp" ("iid", the default, "wor" or "greedy"); other
         verifiers accept only their own.
     threads : threads (default: all cores); results do not depend on it.
+    work_budget : "optimal" and "sweep" with scheme "wor" at full vocabulary: the work per row
+        their route may spend looking for a plan at alpha*_wor, in grid operations (default
+        ``WOR_WORK_BUDGET``; bench/README.md says what it is in seconds). When it runs out the
+        best plan so far is kept ("sweep") or the row refused if it is not certified ("optimal").
+        Results depend on it, never on the machine or the thread count.
 
     Returns
     -------
@@ -428,7 +466,7 @@ def acceptance(
     exact = check_bool("exact", exact)
     if not exact:
         samples = _samples(samples, minimum=1)
-    batch, batched = _prepare(name, p, q, n, scheme, threads)
+    batch, batched = _prepare(name, p, q, n, scheme, threads, work_budget)
     if not exact:
         need = batch.B * -(-samples // 4096) * 8
         if need > SIMULATE_BUDGET_BYTES:
@@ -453,11 +491,12 @@ def simulate(
     rng: Any = None,
     scheme: str | None = None,
     threads: int | None = None,
+    work_budget: float | None = None,
 ) -> Simulation:
     """Draw drafts with the verifier's scheme and verify them, ``samples`` times per position.
 
     Drafting and verification both run in C++ (GIL released, blocks of samples split over
-    threads). Same arguments as :func:`acceptance`.
+    threads). Same arguments as :func:`acceptance` (``work_budget`` included).
 
     Returns
     -------
@@ -465,7 +504,7 @@ def simulate(
     each with a leading batch axis B for (B, V) input.
     """
     samples = _samples(samples, minimum=0)
-    batch, batched = _prepare(name, p, q, n, scheme, threads)
+    batch, batched = _prepare(name, p, q, n, scheme, threads, work_budget)
     need = batch.B * samples * (17 + 8 * batch.n)
     if need > SIMULATE_BUDGET_BYTES:
         raise TooLargeError(
@@ -498,6 +537,7 @@ def verify(
     rng: Any = None,
     scheme: str | None = None,
     threads: int | None = None,
+    work_budget: float | None = None,
 ) -> Any:
     """Verify draft tuples drawn by the caller: the output token and whether it is a draft.
 
@@ -508,14 +548,14 @@ def verify(
         for a single (V,) pair). Each tuple must be possible under the verifier's scheme (ids in
         [0, V), q > 0, distinct for "wor", containing the top n-1 of q for "greedy", the hub for
         "spechub"); otherwise ValueError.
-    rng, scheme, threads : as in :func:`acceptance`.
+    rng, scheme, threads, work_budget : as in :func:`acceptance`.
 
     Returns
     -------
     (token, accepted): (int, bool) for one tuple, arrays of shape (B,) otherwise.
     """
     d = _drafts(drafts)
-    batch, batched = _prepare(name, p, q, d.shape[-1], scheme, threads)
+    batch, batched = _prepare(name, p, q, d.shape[-1], scheme, threads, work_budget)
     V = batch.V
     if d.size and (d.min() < 0 or d.max() >= V):
         bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
@@ -528,3 +568,30 @@ def verify(
     if d.ndim == 1 and not batched:
         return int(tokens[0]), bool(accepted[0])
     return tokens, accepted
+
+
+def route_report(
+    name: Literal["optimal", "sweep"],
+    p: ArrayLike,
+    q: ArrayLike,
+    n: int,
+    *,
+    threads: int | None = None,
+    work_budget: float | None = None,
+) -> dict[str, Any]:
+    """What the without-replacement route of "optimal" / "sweep" does with each row.
+
+    Prepares the verifier with scheme "wor" and returns a dict of arrays (shape (B,), or scalars
+    for 1-D input): ``work`` (grid operations spent), ``out_of_budget``, ``best_order`` (the inner
+    order whose plan was kept; ``best_order_name`` spells it), ``orders_run``, ``alpha_star``,
+    ``alpha_plan`` (the plan's exact acceptance) and ``gap`` = alpha_star - alpha_plan. With
+    "optimal" a row that is not certified raises ValueError instead, saying the same.
+    """
+    if name not in ("optimal", "sweep"):
+        raise ValueError(f"name: route_report describes 'optimal' or 'sweep', got {name!r}")
+    batch, batched = _prepare(name, p, q, n, "wor", threads, work_budget)
+    out: dict[str, Any] = dict(batch.route())
+    out["gap"] = np.asarray(out["alpha_star"]) - np.asarray(out["alpha_plan"])
+    if not batched:
+        out = {k: (v[0] if isinstance(v, list) else np.asarray(v)[0].item()) for k, v in out.items()}
+    return out

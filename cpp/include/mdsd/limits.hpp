@@ -24,6 +24,9 @@ constexpr int kExactSweepSystem = 12;
 constexpr int64_t kExactSweepTuples = 500000;
 // The full-vocabulary without-replacement route (its race grid grows like sqrt(n)).
 constexpr int kWorRouteMaxN = 64;
+// Work budget per row of that route, in grid operations (verifiers/optimal_wor/budget.hpp): about
+// 0.2 s of one core at n <= 4, V = 49,152 on the reference machine (bench/README.md).
+constexpr double kWorWorkBudget = 6e7;
 // The gap report's n values (its verifiers and schemes at every n of the table).
 constexpr int kReportMaxN = 8;
 
@@ -41,6 +44,7 @@ inline constexpr Entry kTable[] = {
     {"exact_sweep_system", kExactSweepSystem, "tokens per side of H* for the exact wor sweep"},
     {"exact_sweep_tuples", static_cast<double>(kExactSweepTuples), "ordered draft tuples for the exact wor sweep"},
     {"wor_route_max_n", kWorRouteMaxN, "largest n of the full-vocabulary wor route"},
+    {"wor_work_budget", kWorWorkBudget, "default work per row of the wor route (grid operations)"},
     {"report_max_n", kReportMaxN, "largest n of the gap report"},
 };
 

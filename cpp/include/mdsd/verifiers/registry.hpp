@@ -73,6 +73,9 @@ class RowBase {
     virtual double exact(double budget) const = 0;
     virtual double cost() const { return 0.0; }
     virtual double rho() const { return 0.0; }
+    // The without-replacement route's account of the row (null for other verifiers) and alpha*.
+    virtual const wor::Report* route() const { return nullptr; }
+    virtual double alpha_star() const { return 0.0; }
     // `count` steps: draft, verify, record (any output pointer may be null).
     virtual int64_t run(Rng& rng, int64_t count, int64_t* tokens, uint8_t* accepted, int64_t* drafts, bool naive,
                         Scratch& ws) const = 0;
@@ -93,6 +96,14 @@ class Row final : public RowBase {
     }
     double rho() const override {
         if constexpr (std::is_same_v<U, Kseq>) return plan_.rho;
+        else return 0.0;
+    }
+    const wor::Report* route() const override {
+        if constexpr (std::is_same_v<U, wor::OptimalWor>) return &plan_.route;
+        else return nullptr;
+    }
+    double alpha_star() const override {
+        if constexpr (std::is_same_v<U, wor::OptimalWor> || std::is_same_v<U, OptimalIid>) return plan_.alpha_star;
         else return 0.0;
     }
 
@@ -131,9 +142,11 @@ class Row final : public RowBase {
     typename U::Plan plan_;
 };
 
-// Prepares one row. `scheme` is used by "optimal-lp", "optimal" and "sweep", `lp` by "optimal-lp" only.
+// Prepares one row. `scheme` is used by "optimal-lp", "optimal" and "sweep", `lp` by "optimal-lp"
+// only, `wor_opt` by the without-replacement route of "optimal" and "sweep".
 inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const double* q, int64_t V, int n,
-                                            Drafter::Kind scheme, const LpFlow* lp) {
+                                            Drafter::Kind scheme, const LpFlow* lp,
+                                            const wor::Options& wor_opt = wor::Options{}) {
     switch (kind) {
         case Kind::Sd: return std::make_unique<Row<Sd>>(Sd::prepare(p, q, V, n));
         case Kind::Rrs: return std::make_unique<Row<Rrs>>(Rrs::prepare(p, q, V, n));
@@ -148,11 +161,11 @@ inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const do
         case Kind::Optimal:
             if (scheme == Drafter::Iid) return std::make_unique<Row<OptimalIid>>(OptimalIid::prepare(p, q, V, n));
             if (scheme == Drafter::Wor)
-                return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Strict));
+                return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Strict, wor_opt));
             throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor'");
         case Kind::Sweep:  // the wor plan of "optimal", kept where it is not certified optimal
             if (scheme != Drafter::Wor) throw std::invalid_argument("scheme: 'sweep' serves 'wor'");
-            return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Keep));
+            return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Keep, wor_opt));
     }
     throw std::invalid_argument("name: unknown verifier");
 }

@@ -1,25 +1,49 @@
-// Options of the full-vocabulary without-replacement route (docs/theory.md §15): the sizes of
-// its exact parts and the caps on its retries.
+// The budget and options of the full-vocabulary without-replacement route (docs/theory.md §15).
+//
+// The route tries ever more expensive orders of the same race until its plan reaches alpha*_wor;
+// how far it climbs is bounded by a work budget per row, not by caps on each kind of retry.
+// Work is counted in grid operations: laying or multiplying one token factor on the race grid
+// costs n x G multiply-adds (G grid nodes), and every pass, product, exact core and sweep step
+// charges what it touches. Counting work instead of time keeps every plan independent of the
+// machine, its load and the thread count. When the budget is spent the route stops at the next
+// check and keeps the best plan so far -- lossless like every plan of the race, with its exact
+// acceptance -- and the policy (plan.hpp) decides whether a row short of alpha*_wor is kept or
+// refused. The first order always runs to the end, so every row gets a plan.
 #pragma once
 
 #include <cstdint>
 
+#include "mdsd/limits.hpp"
+
 namespace mdsd::verif::wor {
 
+// Default work per row (limits.hpp; bench/bench_wor_route.py measures time against work).
+constexpr double kDefaultWorkBudget = limits::kWorWorkBudget;
+
+struct Budget {
+    double limit = kDefaultWorkBudget;
+    double used = 0.0;
+    bool exhausted() const { return used >= limit; }
+};
+
 struct Options {
-    int exact_head = 8;                    // neediest inner tokens swept exactly on top ("top" order)
-    int64_t event_head = 256;              // tokens of the prefix-event heads ("chain", "events")
-    int64_t last_resort_head = 1024;       // the same, for the last resort (O(head^2) scans)
-    double last_resort_gap = 1e-5;         // rows short by at most this get the last resort
-    int chain_depth = 8;                   // levels of needy groups, each a chain on top of the next
-    int64_t jump_scan = 2048;              // prefixes scanned for the end of that group
-    int chain_retries = 8;                 // regroupings of one chain level on a violated visit
-    int64_t chain_calls = 512;             // chains per order before retries stop (they nest)
-    int outer_moves = 32;                  // re-orderings of the outer chain (2 core passes each)
-    int max_rounds = 64;                   // rounds of safe outer moves
-    double violation_tol = 1e-12;          // relative: a removal slack below it is a violation
-    int64_t law_bytes = int64_t{256} << 20;  // marked law tables (core_law)
-    double certify_tol = 1e-9;             // alpha* - acceptance accepted as "optimal"
+    double work_budget = kDefaultWorkBudget;  // grid operations per row (see above)
+    int exact_head = 8;                       // neediest inner tokens swept exactly on top ("top" order)
+    int64_t event_head = 256;                 // tokens of the prefix-event heads ("chain", "events")
+    int64_t last_resort_head = 1024;          // the same, for the last resort (O(head^2) scans)
+    int chain_depth = 8;                      // levels of needy groups, each a chain on top of the next
+    int64_t jump_scan = 2048;                 // prefixes scanned for the end of such a group
+    double violation_tol = 1e-12;             // relative: a removal slack below it is a violation
+    int64_t law_bytes = int64_t{256} << 20;   // marked law tables of an exact core (core_law)
+    double certify_tol = 1e-9;                // alpha* - acceptance accepted as "optimal"
+};
+
+// What the route did with a row, for diagnostics (strict refusals say it; the bindings expose it).
+struct Report {
+    double work = 0.0;         // grid operations spent
+    bool out_of_budget = false;
+    int best_order = -1;       // the InnerOrder of the kept inner plan (-1: no inner system)
+    int orders_run = 0;
 };
 
 }  // namespace mdsd::verif::wor

@@ -13,13 +13,12 @@
 // turns tight during the down pass shows as the first visited token whose singleton-removal slack
 // s + pi - E is already negative: the unvisited tokens at that point hold a violated set W. Two
 // answers (two orders of trying, `split`):
-//  - regroup: the chain runs again with W as its group on top (up to opt.chain_retries times per
-//    level, the group growing each time);
+//  - regroup: the chain runs again with W as its group on top (the group grows each time);
 //  - split: the exact sweep's own order -- the visits before the violating one stay, W (with the
 //    token visited just before, whose laying made it tight) then runs as a chain of its own, and
 //    the frozen tokens of the first part are completed below it.
-// Retries nest (a regrouped level reruns the levels below it), so their number is capped per
-// order: past opt.chain_calls chains the violations are left as they are.
+// Retries nest (a regrouped level reruns the levels below it); once the budget is spent the
+// violations are left as they are (the coins and the residual keep the plan lossless).
 #pragma once
 
 #include <algorithm>
@@ -38,6 +37,7 @@ namespace mdsd::verif::wor {
 inline int64_t Route::needy_group(const std::vector<int32_t>& o, const race::Pair& env) {
         std::vector<double> v;
         race::pass(gr, q, o, env, [](int64_t, double) { return 0.0; }, v);
+        charge(3.0 * static_cast<double>(o.size()));
         int64_t jt = 0;
         for (int64_t i = 1; i < std::min<int64_t>(static_cast<int64_t>(o.size()), opt.jump_scan); ++i)
             if (v[i] - p[o[i]] > v[jt] - p[o[jt]]) jt = i;
@@ -48,7 +48,7 @@ inline int64_t Route::needy_group(const std::vector<int32_t>& o, const race::Pai
 inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, const race::Pair& env, int64_t mt,
                                                ChainMode md, std::vector<Chunk>& ch, std::vector<double>& wn) {
         const int64_t ko = static_cast<int64_t>(o.size());
-        const bool may_retry = ++chain_calls <= opt.chain_calls;
+        const bool may_retry = !budget.exhausted();
         const std::size_t ch0 = ch.size();
         std::vector<double> hout(ko, 1.0);
         const std::vector<int32_t> top(o.begin(), o.begin() + mt), rest(o.begin() + mt, o.end());
@@ -93,10 +93,11 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
                 wn[y] = wi * d;
                 return hd[i] = 1.0 - d;
             }, w, nullptr, &bx);
+            charge(4.0 * static_cast<double>(kt));
             return iv;
         };
         const int64_t iv = down(kt);
-        if (may_retry && !md.split && iv > 0 && md.retry < opt.chain_retries && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
+        if (may_retry && !md.split && iv > 0 && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
             ch.resize(ch0);
             for (int32_t y : o) wn[y] = 0.0;
             return chain_system(o, env, ko - iv, {md.depth, md.retry + 1, false}, ch, wn);
@@ -144,13 +145,13 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
             }
             return hout[spos[i]] = hn;
         }, w, h0.data());
+        charge(3.0 * static_cast<double>(stack.size()));
         return hout;
 }
 
 inline double Route::order_chain(std::vector<Chunk>& ch, std::vector<double>& wn, int64_t mt, bool split) {
     ch.clear();
     for (int32_t y : Hp) wn[y] = 0.0;
-    chain_calls = 0;
     chain_system(ord, base, mt, {0, 0, split}, ch, wn);
     return deficit_of(wn);
 }

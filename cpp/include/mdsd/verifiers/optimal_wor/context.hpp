@@ -44,6 +44,7 @@ struct Route {
     const std::vector<int32_t>& sup;
     int64_t ks;
     const Options& opt;
+    Budget& budget;      // shared by every run of the row
     int64_t event_head;  // tokens of the prefix-event heads of this run
     bool last_resort;    // only the first inner order and the first chain order run
     bool retry;          // a second run for the row: skips the n = 2 pair sweep (O(k^2))
@@ -65,11 +66,12 @@ struct Route {
     std::vector<double> w;     // the weights of the last pass
     std::vector<Chunk> chA, chH;
     int64_t sweep_steps = 0;
-    int64_t chain_calls = 0;
+    int best_order = -1;  // the InnerOrder of the kept inner plan
+    int orders_run = 0;
 
     Route(const double* p_, const double* q_, int64_t V_, int n_, const std::vector<int32_t>& sup_, int64_t ks_,
-          const Options& opt_, int64_t last_resort_head, bool retry_)
-        : p(p_), q(q_), V(V_), n(n_), sup(sup_), ks(ks_), opt(opt_),
+          const Options& opt_, Budget& budget_, int64_t last_resort_head, bool retry_)
+        : p(p_), q(q_), V(V_), n(n_), sup(sup_), ks(ks_), opt(opt_), budget(budget_),
           event_head(last_resort_head > 0 ? last_resort_head : opt_.event_head), last_resort(last_resort_head > 0),
           retry(retry_) {
         if (n > limits::kWorRouteMaxN)
@@ -118,6 +120,7 @@ struct Route {
         base.scale(sc.data());
         std::vector<double> w_hp;
         race::loo_weights(gr, q, Hp, base, w_hp);
+        charge(static_cast<double>(H0.size() + Hp.size()));
         {
             std::vector<double> rho(Hp.size());
             for (std::size_t i = 0; i < Hp.size(); ++i) rho[i] = rho_of(Hp[i], w_hp[i]);
@@ -135,6 +138,15 @@ struct Route {
             }
     }
 
+    // Work spent on `tokens` token factors (budget.hpp).
+    void charge(double tokens) { budget.used += tokens * n * static_cast<double>(G); }
+    // An exact core of m tokens: its marked law (m 2^m token factors), then `steps` sweep steps,
+    // each aggregating the core's sets twice.
+    void charge_core(std::size_t m, std::size_t sets, int64_t steps) {
+        charge(static_cast<double>(m) * static_cast<double>(int64_t{1} << m));
+        budget.used += 2.0 * static_cast<double>(steps) * static_cast<double>(sets) * static_cast<double>(m);
+    }
+
     double rho_of(int32_t y, double wy) const { return wy > 0.0 ? p[y] / wy : (p[y] > 0.0 ? 1e300 : 0.0); }
 
     // toks by descending rho (ties: stable)
@@ -150,6 +162,7 @@ struct Route {
     // P times the factors of `toks` at weights hw(i)
     template <class Weight>
     race::Pair times(race::Pair P, const std::vector<int32_t>& toks, Weight&& hw) {
+        charge(static_cast<double>(toks.size()));
         for (std::size_t i = 0; i < toks.size(); ++i) {
             gr.factors(q[toks[i]], e.data(), b.data());
             P.add(e.data(), b.data(), hw(i), q[toks[i]]);

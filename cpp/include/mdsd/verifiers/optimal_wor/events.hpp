@@ -143,8 +143,10 @@ struct PrefixEventSweep {
         double cum = 0.0;
         for (std::size_t j = 0; j < o.size(); ++j) { cum += h[o[j]] * v[j] - pi[o[j]]; s[j] = cum; }
     }
+    int64_t retired = 0;  // tokens done
     void retire(int64_t k) {
         done[k] = 1;
+        ++retired;
         fixed.add(&fe[k * gr->G], &fb[k * gr->G], std::max(0.0, h[k]), q[tok[k]]);
     }
     // One step of the inner rule: the least needy token of the smallest tight prefix (of all active
@@ -224,8 +226,10 @@ struct PairPrefixEventSweep {
             B -= q[k] * r[k] * hk;
         }
     }
+    int64_t retired = 0;  // tokens done
     void retire(int64_t k) {
         done[k] = 1;
+        ++retired;
         const double hk = std::max(0.0, h[k]);
         fix_a += q[k] * hk;
         fix_b += q[k] * r[k] * hk;

@@ -19,6 +19,9 @@
 
 namespace mdsd::verif::wor {
 
+// Work of one closed-form pair-sweep step per active token (a few w and slack updates).
+constexpr double kPairStepOps = 30.0;
+
 // The greedy pass: each token of `tl` (below everything in env) laid until it has won exactly p,
 // or whole with a deficit; hfin (optional) receives the final weights. By division (no
 // checkpoints) unless the tail holds too many big tokens.
@@ -36,6 +39,7 @@ inline void Route::greedy_pass(const std::vector<int32_t>& tl, const race::Pair&
         return h;
     };
     if (!race::pass_div(gr, q, tl, env, lay, w, small)) race::pass(gr, q, tl, env, lay, w);
+    charge(3.0 * static_cast<double>(tl.size()));
 }
 
 // The exact inner sweep on `head`, the rest of the system entering through env; returns its chunks.
@@ -44,6 +48,7 @@ inline std::vector<Chunk> Route::sweep_head(const std::vector<int32_t>& head, co
     const SystemSets S = core_law(gr, q, head, env);
     int64_t steps = 0;
     const auto chh = exact_inner(S, p, static_cast<int>(head.size()), steps);
+    charge_core(head.size(), S.mask.size(), steps);
     sweep_steps += steps;
     core_loads(S, chh, wn);
     ch.insert(ch.end(), chh.begin(), chh.end());
@@ -93,7 +98,10 @@ inline std::vector<double> Route::event_sweep(const std::vector<int32_t>& head, 
     PrefixEventSweep W;
     W.init(gr, q, p, head, &ch, &wn);
     const int64_t m = static_cast<int64_t>(head.size());
-    for (int64_t guard = 0; guard < 8 * m + 64 && W.step(env, true); ++guard) {}
+    for (int64_t guard = 0; guard < 8 * m + 64 && !budget.exhausted(); ++guard) {
+        charge(6.0 * static_cast<double>(m - W.retired));  // a step's scans over the active head
+        if (!W.step(env, true)) break;
+    }
     for (double& h : W.h) h = std::max(0.0, h);
     return W.h;
 }
@@ -127,7 +135,10 @@ inline double Route::order_pair_sweep(std::vector<Chunk>& ch, std::vector<double
     PairPrefixEventSweep W;
     W.init(p, q, qsum, ord, H0, rest);
     const int64_t K = static_cast<int64_t>(ord.size());
-    for (int64_t guard = 0; guard < 8 * K + 64 && W.step(ch, wn); ++guard) {}
+    for (int64_t guard = 0; guard < 8 * K + 64 && !budget.exhausted(); ++guard) {
+        budget.used += kPairStepOps * static_cast<double>(K - W.retired);  // closed forms, no grid
+        if (!W.step(ch, wn)) break;
+    }
     return deficit_of(wn);
 }
 

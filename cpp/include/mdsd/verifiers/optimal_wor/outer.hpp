@@ -11,7 +11,7 @@
 // E_y = E[1{y in S} prod_{S \ y} h 1{visited}]; then it joins Z. The frozen tokens are then exhausted
 // in reverse order of their visits. A visit that finds Z + y already violated means a larger set
 // turned tight earlier: the unvisited tokens of its segment of the order move to the segment's
-// front (up to opt.outer_moves times), and the plan with the least excess load is kept; any excess
+// front (while the budget lasts), and the plan with the least excess load is kept; any excess
 // left is cut by the coins.
 #pragma once
 
@@ -36,8 +36,9 @@ inline void Route::outer_system() {
     }
     std::vector<int32_t> rest = As;
     race::pass(gr, q, rest, env, [](int64_t, double) { return 1.0; }, w);
+    charge(3.0 * static_cast<double>(rest.size()));
     std::vector<double> rho(rest.size());
-    for (int round = 0; round < opt.max_rounds && !rest.empty(); ++round) {
+    while (!rest.empty() && !budget.exhausted()) {  // each round lays at least one token
         for (std::size_t i = 0; i < rest.size(); ++i) rho[i] = rho_of(rest[i], w[i]);
         std::vector<int32_t> byrho = sorted_by_rho(rest, rho);
         std::sort(rho.begin(), rho.end(), std::greater<double>());
@@ -47,6 +48,7 @@ inline void Route::outer_system() {
         // one pass: the safe tokens laid whole (their loads), then the rest at weight 1 (their
         // w for the next round)
         race::pass(gr, q, byrho, env, [nd](int64_t i, double) { return static_cast<std::size_t>(i) < nd ? 0.0 : 1.0; }, w);
+        charge(3.0 * static_cast<double>(byrho.size()));
         for (std::size_t i = 0; i < nd; ++i) {
             chA.push_back({byrho[i], 1.0});
             won[byrho[i]] = w[i];
@@ -61,6 +63,7 @@ inline void Route::outer_system() {
         const SystemSets S = core_law(gr, q, rest, env);
         int64_t steps = 0;
         const auto ch = exact_outer(S, p, static_cast<int>(rest.size()), steps);
+        charge_core(rest.size(), S.mask.size(), steps);
         sweep_steps += steps;
         core_loads(S, ch, won);
         chA.insert(chA.end(), ch.begin(), ch.end());
@@ -74,7 +77,7 @@ inline void Route::outer_system() {
         std::vector<Chunk> best_ch;
         std::vector<double> best_won;
         double best_ex = std::numeric_limits<double>::infinity();
-        for (int move = 0;; ++move) {
+        for (;;) {  // each move splits a segment: at most kc moves
             std::vector<Chunk> chc;
             std::vector<double> wc(kc, 0.0), hd(kc, 0.0);
             std::vector<char> frozen(kc, 0);
@@ -88,6 +91,7 @@ inline void Route::outer_system() {
                 wc[i] = wi * d;
                 return hd[i] = 1.0 - d;
             }, w, nullptr, &env);
+            charge(4.0 * static_cast<double>(kc));
             std::vector<int32_t> stack;
             std::vector<double> h0;
             std::vector<int64_t> spos;
@@ -102,6 +106,7 @@ inline void Route::outer_system() {
                 wc[spos[i]] += wi * h0[i];
                 return 0.0;
             }, w, h0.data());
+            charge(3.0 * static_cast<double>(stack.size()));
             double ex = 0.0;
             for (int64_t i = 0; i < kc; ++i) ex += std::max(0.0, wc[i] - p[rest[i]]);
             if (ex < best_ex) {
@@ -110,7 +115,7 @@ inline void Route::outer_system() {
                 best_won.resize(V);
                 for (int64_t i = 0; i < kc; ++i) best_won[rest[i]] = wc[i];
             }
-            if (iv <= 0 || move == opt.outer_moves || best_ex <= opt.certify_tol / 2) break;
+            if (iv <= 0 || budget.exhausted() || best_ex <= opt.certify_tol / 2) break;
             std::size_t k = 0;
             while (!(segs[k].first <= iv && iv < segs[k].second)) ++k;
             if (iv == segs[k].first && k > 0) {  // nothing to move within it: go before the previous one

@@ -15,6 +15,7 @@
 
 #include "mdsd/verifiers/certificate_split.hpp"
 #include "mdsd/verifiers/common.hpp"
+#include "mdsd/verifiers/optimal_wor/budget.hpp"
 #include "mdsd/verifiers/optimal_wor/exact_sweep.hpp"
 
 namespace mdsd::verif::wor {
@@ -35,6 +36,7 @@ struct Plan : PlanBase {
     // the token's system (cidx) and the token's cumulative mass (ccum)
     std::vector<int64_t> cptr, cidx;
     std::vector<double> ccum;
+    Report route;  // what the full-vocabulary route did (budget.hpp); empty for exact sweeps
 };
 
 // The chunk race itself: chunks of m drafted tokens in sweep order; a chunk wins with its mass

@@ -2,11 +2,12 @@
 // plan.hpp, built exactly on enumerable supports and by the full-vocabulary route otherwise.
 //
 // The route builds the outer system (outer.hpp), then climbs a ladder of inner orders (kLadder),
-// each only while the best plan so far is short of alpha*_wor, keeping the plan with the smallest
-// deficit. A row still short runs again with no split (one inner system over supp q: lossless
-// whatever the split, since every load is computed), and then, if short by a little, the first
-// chain order with a longer prefix-event head. Reaching alpha*_wor is certified per row (the
-// plan's exact acceptance against alpha*), not assumed; the policy says what a short row becomes.
+// each only while the best plan so far is short of alpha*_wor and the row's work budget lasts
+// (budget.hpp), keeping the plan with the smallest deficit. A row still short runs again with no
+// split (one inner system over supp q: lossless whatever the split, since every load is computed),
+// and then the first chain order with a longer prefix-event head, both within the same budget.
+// Reaching alpha*_wor is certified per row (the plan's exact acceptance against alpha*), not
+// assumed; the policy says what a short row becomes.
 #pragma once
 
 #include <cstdint>
@@ -65,12 +66,15 @@ inline void Route::inner_system() {
     int64_t group = -1;  // the needy group found by ChainBelowGroup
     double best = run_order(kLadder[0], chH, won, group);
     std::vector<Chunk> ch2;
+    best_order = static_cast<int>(kLadder[0]);
+    orders_run = 1;
     for (std::size_t i = 1; i < sizeof(kLadder) / sizeof(kLadder[0]); ++i) {
-        if (best <= opt.certify_tol / 2) break;
+        if (best <= opt.certify_tol / 2 || budget.exhausted()) break;
         if (!applies(kLadder[i], group)) continue;
         std::vector<double> won2(won);
         const double d = run_order(kLadder[i], ch2, won2, group);
-        if (d < best) { chH.swap(ch2); won.swap(won2); best = d; }
+        ++orders_run;
+        if (d < best) { chH.swap(ch2); won.swap(won2); best = d; best_order = static_cast<int>(kLadder[i]); }
     }
 }
 
@@ -85,11 +89,13 @@ inline void split_at(Plan& pl, const std::vector<int32_t>& sup, int64_t k_in) {
 
 // The full-vocabulary route into pl (split at ks).
 inline void run_route(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup, int64_t ks,
-                      const Options& opt, int64_t last_resort_head, bool retry) {
-    Route r(p, q, pl.V, n, sup, ks, opt, last_resort_head, retry);
+                      const Options& opt, Budget& budget, int64_t last_resort_head, bool retry) {
+    Route r(p, q, pl.V, n, sup, ks, opt, budget, last_resort_head, retry);
     r.outer_system();
     r.inner_system();
     pl.sweep_steps += r.sweep_steps;
+    pl.route.best_order = r.best_order;
+    pl.route.orders_run += r.orders_run;
     store_chunks(pl, r.chA, r.chH);
     finish(pl, p, r.won);
 }
@@ -128,6 +134,19 @@ inline void run_exact(Plan& pl, const double* p, const double* q, int n, const s
     finish(pl, p, won);
 }
 
+inline const char* order_name(int o) {
+    switch (o) {
+        case static_cast<int>(InnerOrder::Top): return "top";
+        case static_cast<int>(InnerOrder::ChainBelowGroup): return "chain below the needy group";
+        case static_cast<int>(InnerOrder::ChainPlain): return "plain chain";
+        case static_cast<int>(InnerOrder::ChainSplit): return "split chain";
+        case static_cast<int>(InnerOrder::Bottom): return "bottom";
+        case static_cast<int>(InnerOrder::Events): return "prefix events";
+        case static_cast<int>(InnerOrder::PairSweep): return "pair sweep";
+        default: return "none";
+    }
+}
+
 inline std::string fmt_g(double x) {
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.3g", x);
@@ -152,7 +171,8 @@ struct OptimalWor {
             run_exact(pl, p, q, n, sup, ks);
             return pl;
         }
-        run_route(pl, p, q, n, sup, ks, opt, 0, false);
+        Budget budget{opt.work_budget};
+        run_route(pl, p, q, n, sup, ks, opt, budget, 0, false);
         // A second run for the row (k_in tokens inner, prefix-event heads of `head` tokens, 0: the
         // default), kept if it accepts more.
         auto run_again = [&](int64_t k_in, int64_t head) {
@@ -160,21 +180,28 @@ struct OptimalWor {
             alt.init(p, q, V, n, Drafter::Wor);
             alt.alpha_star = pl.alpha_star;
             split_at(alt, sup, k_in);
-            run_route(alt, p, q, n, sup, k_in, opt, head, true);
+            alt.route.orders_run = pl.route.orders_run;
+            run_route(alt, p, q, n, sup, k_in, opt, budget, head, true);
             if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
+            else pl.route.orders_run = alt.route.orders_run;
         };
-        if (pl.alpha_star - pl.alpha_plan > opt.certify_tol && ks < K) run_again(K, 0);  // no split
-        const double short_by = pl.alpha_star - pl.alpha_plan;
-        if (short_by > opt.certify_tol && short_by <= opt.last_resort_gap) run_again(ks, opt.last_resort_head);
+        auto short_of_alpha = [&] { return pl.alpha_star - pl.alpha_plan > opt.certify_tol; };
+        if (short_of_alpha() && ks < K && !budget.exhausted()) run_again(K, 0);  // no split
+        if (short_of_alpha() && !budget.exhausted()) run_again(ks, opt.last_resort_head);
+        pl.route.work = budget.used;
+        pl.route.out_of_budget = budget.exhausted();
         // "optimal" means optimal: a row the route does not certify is refused under Strict.
-        if (policy == Policy::Strict && pl.alpha_star - pl.alpha_plan > opt.certify_tol)
+        if (policy == Policy::Strict && short_of_alpha())
             throw std::domain_error(
                 "scheme: 'optimal' for 'wor' drafts at this support size (" + std::to_string(ks) +
                 " tokens in H*, " + std::to_string(K - ks) + " outside) reaches acceptance " +
                 std::to_string(pl.alpha_plan) + ", below alpha*_wor = " + std::to_string(pl.alpha_star) +
-                " by " + fmt_g(pl.alpha_star - pl.alpha_plan) +
-                ": its greedy parts met a tight-set event they do not handle (exact-matching rows); "
-                "refused rather than called optimal (docs/theory.md §15.3)");
+                " by " + fmt_g(pl.alpha_star - pl.alpha_plan) + "; closest inner order: " +
+                order_name(pl.route.best_order) + ", " + std::to_string(pl.route.orders_run) + " orders run, " +
+                (pl.route.out_of_budget ? "work budget spent (" + fmt_g(budget.used) + " of " +
+                                              fmt_g(opt.work_budget) + " grid operations; raise budget=)"
+                                        : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
+                ". Refused rather than called optimal; 'sweep' keeps this lossless plan (docs/theory.md §15.3)");
         return pl;
     }
 

@@ -1,0 +1,43 @@
+"""The package's limits, read from the C++ core's one table (``cpp/include/mdsd/limits.hpp``).
+
+``LIMITS`` maps each name to its value; ``describe()`` returns what each one limits. The Python
+boundary checks its inputs against these same numbers, so an error names the limit it hit.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Mapping
+
+from . import _core
+
+__all__ = [
+    "LIMITS",
+    "describe",
+    "MAX_VOCAB",
+    "MAX_DRAFTS",
+    "MAX_THREADS",
+    "REPORT_MAX_N",
+    "WOR_ROUTE_MAX_N",
+    "WOR_WORK_BUDGET",
+]
+
+_TABLE: dict[str, tuple[float, str]] = {str(k): (float(v[0]), str(v[1])) for k, v in _core.limits().items()}
+
+#: name -> value (ints where the limit is a count).
+LIMITS: Mapping[str, int] = MappingProxyType({k: int(v) for k, (v, _) in _TABLE.items()})
+
+MAX_VOCAB: int = LIMITS["max_vocab"]
+MAX_DRAFTS: int = LIMITS["max_drafts"]
+MAX_THREADS: int = LIMITS["max_threads"]
+REPORT_MAX_N: int = LIMITS["report_max_n"]
+WOR_ROUTE_MAX_N: int = LIMITS["wor_route_max_n"]
+#: Default work budget per row of the without-replacement route of "optimal" / "sweep", in grid
+#: operations (one token factor on the race grid costs n x G of them; bench/README.md says what
+#: it is in seconds).
+WOR_WORK_BUDGET: float = _TABLE["wor_work_budget"][0]
+
+
+def describe() -> dict[str, str]:
+    """name -> what it limits."""
+    return {k: what for k, (_, what) in _TABLE.items()}
