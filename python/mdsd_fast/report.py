@@ -414,7 +414,8 @@ def _run_units(units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: i
                     fut.result()
                     bar.update(1)
         elif workers > 1:
-            from concurrent.futures import ProcessPoolExecutor, as_completed as done
+            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures import as_completed as done
 
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 futs = [pool.submit(compute_unit, u, cfg, out_dir) for u in units]
@@ -620,7 +621,7 @@ def gap_report(
         highs_version = ""
     metadata = dict(
         mdsd_fast=__version__, numpy=np.__version__, highspy=highs_version, dataset=sources or ["shipped"],
-        config={k: v for k, v in cfg.__dict__.items()}, units=len(units), units_computed=len(todo),
+        config=dict(cfg.__dict__), units=len(units), units_computed=len(todo),
         command=command or "", seconds=round(time.perf_counter() - t0, 3),
         confidence="95% normal interval over positions; * = simulated acceptance",
     )
