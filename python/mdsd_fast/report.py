@@ -636,4 +636,3 @@ def iter_records(rep: GapReport, **match: Any) -> Iterable[dict[str, Any]]:
     for r in rep.records:
         if all(r.get(k) == v for k, v in match.items()):
             yield r
-
