@@ -1,6 +1,7 @@
 // The one extension module, mdsd_fast._core. Each area registers its own functions.
 #include <pybind11/pybind11.h>
 
+#include "mdsd/limits.hpp"
 #include "mdsd/parallel.hpp"
 
 namespace py = pybind11;
@@ -8,6 +9,7 @@ namespace py = pybind11;
 void register_dual(py::module_& m);
 void register_lp(py::module_& m);
 void register_verifiers(py::module_& m);
+void register_testing(py::module_& m);
 
 namespace {
 
@@ -38,4 +40,13 @@ PYBIND11_MODULE(_core, m) {
     register_dual(m);
     register_lp(m);
     register_verifiers(m);
+    register_testing(m);
+    m.def(
+        "limits",
+        [] {
+            py::dict d;
+            for (const auto& e : mdsd::limits::kTable) d[e.name] = py::make_tuple(e.value, e.what);
+            return d;
+        },
+        "The package's limits (cpp/include/mdsd/limits.hpp): name -> (value, what it limits).");
 }

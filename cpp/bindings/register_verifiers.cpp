@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -16,7 +15,6 @@
 #include "mdsd/parallel.hpp"
 #include "mdsd/rng.hpp"
 #include "mdsd/verifiers/registry.hpp"
-#include "mdsd/verifiers/sweep.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -238,109 +236,27 @@ class VerifierBatch {
 };
 
 
-// The race grid (sweep::race::Grid) of a draft law q (1-D, finite, >= 0, at least n positive
-// entries), as the full-vocabulary "wor" plans build it. For the test bindings below.
-v::sweep::race::Grid race_grid(const F64& q, int n) {
-    if (q.ndim() != 1) throw std::invalid_argument("q: expected a 1-D float64 array");
-    if (n < 1 || n > 64) throw std::invalid_argument("n: must be in 1..64, got " + std::to_string(n));
-    std::vector<double> qs;
-    double qsum = 0.0;
-    for (int64_t y = 0; y < q.shape(0); ++y) {
-        const double x = q.data()[y];
-        if (!(std::isfinite(x) && x >= 0.0)) throw std::invalid_argument("q: entries must be finite and >= 0");
-        if (x > 0.0) { qs.push_back(x); qsum += x; }
-    }
-    if (static_cast<int64_t>(qs.size()) < n)
-        throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries, has " +
-                                    std::to_string(qs.size()));
-    std::sort(qs.begin(), qs.end(), std::greater<double>());
-    v::sweep::race::Grid gr;
-    gr.build(n, qsum, static_cast<int64_t>(qs.size()) > n ? qs[n] : 0.0, qs.back());
-    return gr;
-}
-
-// E[1{y in S} prod_{j in S, j != y} h_j] for every token y, S the set of n drafts without
-// replacement from q: the exponential-race quadrature every full-vocabulary "wor" plan computes
-// its loads with (sweep::race, OPTIMAL_WOR.md). Exposed so tests can check it against enumeration.
-F64 race_weights(const F64& q, const F64& h, int n) {
-    if (h.ndim() != 1 || q.ndim() != 1 || q.shape(0) != h.shape(0))
-        throw std::invalid_argument("q, h: expected two 1-D float64 arrays of the same length");
-    const v::sweep::race::Grid gr = race_grid(q, n);
-    const int64_t V = q.shape(0);
-    const double* qv = q.data();
-    const double* hv = h.data();
-    std::vector<int32_t> toks;
-    std::vector<double> hs;
-    for (int64_t y = 0; y < V; ++y) {
-        if (!(hv[y] >= 0.0 && hv[y] <= 1.0)) throw std::invalid_argument("h: entries must lie in [0, 1]");
-        if (qv[y] > 0.0) {
-            toks.push_back(static_cast<int32_t>(y));
-            hs.push_back(hv[y]);
-        }
-    }
-    F64 out(V);
-    double* w = out.mutable_data();
-    std::fill(w, w + V, 0.0);
-    {
-        py::gil_scoped_release nogil;
-        namespace R = v::sweep::race;
-        R::Pair base;
-        base.unit(n, gr.G);
-        std::vector<double> wt;
-        R::pass(gr, qv, toks, base, [&](int64_t i, double) { return hs[i]; }, wt, hs.data());
-        for (std::size_t i = 0; i < toks.size(); ++i) w[toks[i]] = wt[i];
-    }
-    return out;
-}
-
-// The greedy pass of the full-vocabulary "wor" plans (each token of `order`, in turn, laid until it
-// has won p or whole; the tokens before it at their final weights, those after it at weight 1,
-// every other token with q > 0 at weight 1): returns (w, h) per token of `order`. division=true runs
-// race::pass_div (as the plans do), false the checkpointed race::pass. For tests.
-py::tuple race_greedy(const F64& p, const F64& q, int n, const I64& order, bool division) {
-    if (p.ndim() != 1 || q.ndim() != 1 || p.shape(0) != q.shape(0))
-        throw std::invalid_argument("p, q: expected two 1-D float64 arrays of the same length");
-    const v::sweep::race::Grid gr = race_grid(q, n);
-    const int64_t V = q.shape(0);
-    const double* pv = p.data();
-    const double* qv = q.data();
-    for (int64_t y = 0; y < V; ++y)
-        if (!(std::isfinite(pv[y]) && pv[y] >= 0.0)) throw std::invalid_argument("p: entries must be finite and >= 0");
-    std::vector<char> in(V, 0);
-    std::vector<int32_t> toks;
-    for (int64_t i = 0; i < order.shape(0); ++i) {
-        const int64_t y = order.data()[i];
-        if (y < 0 || y >= V || in[y] || !(qv[y] > 0.0))
-            throw std::invalid_argument("order: distinct token ids with q > 0 expected");
-        in[y] = 1;
-        toks.push_back(static_cast<int32_t>(y));
-    }
-    F64 w_out(static_cast<py::ssize_t>(toks.size())), h_out(static_cast<py::ssize_t>(toks.size()));
-    {
-        py::gil_scoped_release nogil;
-        namespace R = v::sweep::race;
-        std::vector<double> e(gr.G), b(gr.G), w, h(toks.size(), 1.0);
-        R::Pair env;
-        env.unit(n, gr.G);
-        for (int64_t y = 0; y < V; ++y)
-            if (qv[y] > 0.0 && !in[y]) {
-                gr.factors(qv[y], e.data(), b.data());
-                env.add(e.data(), b.data(), 1.0, qv[y]);
-            }
-        auto lay = [&](int64_t i, double wi) {
-            const double d = wi > 0.0 ? pv[toks[i]] / wi : 0.0;
-            return h[i] = d >= 1.0 ? 0.0 : 1.0 - d;
-        };
-        if (!division || !R::pass_div(gr, qv, toks, env, lay, w)) R::pass(gr, qv, toks, env, lay, w);
-        std::copy(w.begin(), w.end(), w_out.mutable_data());
-        std::copy(h.begin(), h.end(), h_out.mutable_data());
-    }
-    return py::make_tuple(w_out, h_out);
-}
-
 }  // namespace
 
 void register_verifiers(py::module_& m) {
+    m.def(
+        "verifier_table",
+        [] {
+            py::list out;
+            for (const v::VerifierInfo& e : v::kVerifiers) {
+                py::dict d;
+                d["name"] = e.name;
+                d["schemes"] = e.schemes;
+                d["bound"] = e.bound;
+                d["n_min"] = e.n_min;
+                d["n_max"] = e.n_max > 0 ? static_cast<int64_t>(e.n_max) : mdsd::limits::kMaxDrafts;
+                d["report"] = e.report;
+                d["exact"] = e.exact;
+                out.append(d);
+            }
+            return out;
+        },
+        "The verifier table (cpp/include/mdsd/verifiers/registry.hpp): one dict per verifier.");
     py::class_<VerifierBatch>(m, "VerifierBatch",
                               "One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).")
         .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int>(),
@@ -365,11 +281,4 @@ void register_verifiers(py::module_& m) {
         .def("law", &VerifierBatch::law, py::arg("tuples"), py::arg("row") = 0, py::arg("naive_residual") = false,
              "Exact conditional output law Pr[y | tuple] for each tuple of shape (m, n): array (m, V).\n"
              "naive_residual=True: the law of the biased variant of simulate (for tests).");
-    m.def("race_weights", &race_weights, py::arg("q"), py::arg("h"), py::arg("n"),
-          "E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the\n"
-          "exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).");
-    m.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
-          py::arg("division") = true,
-          "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"
-          "(w, h) per token. division=True: by division (as the plans run it), False: checkpointed (for tests).");
 }

@@ -95,11 +95,14 @@ def _add_report_parser(sub: Any) -> None:
     rp.add_argument("--samples", type=int, default=4000, help="simulated steps per position (default 4000)")
     rp.add_argument("--seed", type=int, default=0)
     rp.add_argument("--gamma", type=int, default=4, help="drafted positions per target call (default 4)")
-    rp.add_argument("--resume", action="store_true", help="skip units already computed in --out")
+    rp.add_argument("--resume", action="store_true",
+                    help="reuse the groups already computed in --out on the same data, settings and code "
+                         "(checked by content hashes; the rest are recomputed)")
     rp.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     rp.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://127.0.0.1:8786")
     rp.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    rp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    rp.add_argument("--no-progress", action="store_true",
+                    help="no progress bar (on a terminal) or per-group progress lines on stderr (otherwise)")
     rp.add_argument("--max-rows", type=int, default=80, help="rows of the table printed on stdout (default 60)")
     rp.set_defaults(func=_report)
 

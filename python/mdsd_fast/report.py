@@ -7,10 +7,13 @@ its standard error), the absolute and relative gap to α* of that verifier's sch
 implied expected tokens per target call (1 − α^(γ+1)) / (1 − α) for a chain of γ drafted positions.
 
 Work is split into *units*: one (dataset file, domain, temperature, draft) group each. Every unit
-writes its per-position values to ``<out>/shards/<key>.npz`` atomically; ``resume=True`` skips
-units already written with the same settings. Units run in this process, in local processes
-(``workers``) or on a Dask cluster (``scheduler``) and give identical numbers either way: each
-unit's randomness is keyed by (seed, unit key) only.
+writes its per-position values to ``<out>/shards/<name>.npz`` atomically, with a resume key in its
+metadata: a hash of the data it read (the source file's bytes and the unit's selection), of the
+config, and of the code (version, compiled extension, the Python modules on the compute path).
+``resume=True`` reuses a shard only when its stored key equals the key of this run, and says on
+stderr how many groups it reused and why the others were recomputed. Units run in this process,
+in local processes (``workers``) or on a Dask cluster (``scheduler``) and give identical numbers
+either way: each unit's randomness is keyed by (seed, unit key) only.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from numpy.typing import NDArray
 from . import __version__
 from ._validate import Scheme
 from .bound import TooLargeError, optimal_acceptance
-from .data import LMDataset, from_arrays, load_dataset
+from .data import LMDataset, default_dataset_path, from_arrays, load_dataset
 from .verifiers import VerifierName, acceptance, verifiers
 
 __all__ = ["ReportConfig", "GapReport", "gap_report", "expected_tokens", "DEFAULT_VERIFIERS"]
@@ -142,10 +145,81 @@ class Unit:
         t = "nan" if math.isnan(self.temperature) else f"{self.temperature:g}"
         return f"{stem}__{self.domain}__T{t}__{self.draft}".replace("/", "_").replace(" ", "_")
 
+    @property
+    def shard_name(self) -> str:
+        """File name (without .npz) of the unit's shard: the key, plus a hash of the dataset path
+        for dataset files, so that files of the same name in different folders do not share one."""
+        if self.source and not self.source.startswith("arrays:"):
+            return f"{self.key}__{hashlib.sha256(self.source.encode()).hexdigest()[:8]}"
+        return self.key
+
+    def label(self) -> str:
+        """Short human-readable name of the group (progress lines)."""
+        if self.source.startswith("arrays:"):
+            return "user arrays"
+        t = "" if math.isnan(self.temperature) else f" T={self.temperature:g}"
+        head = f"{Path(self.source).stem}: " if self.source else ""
+        return f"{head}{self.draft}{t} {self.domain}"
+
+
+_file_digests: dict[tuple[Any, ...], str] = {}
+
+
+def _file_digest(path: str | os.PathLike[str]) -> str:
+    """sha256 of a file's bytes, memoised per process on (path, size, mtime, inode): a file that
+    is rewritten or replaced is hashed again."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    memo = (real, st.st_size, st.st_mtime_ns, st.st_ino, st.st_dev)
+    digest = _file_digests.get(memo)
+    if digest is None:
+        h = hashlib.sha256()
+        with open(real, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+        digest = h.hexdigest()
+        _file_digests[memo] = digest
+    return digest
+
+
+def _source_digest(source: str) -> str:
+    """Content hash of everything a source reads: the dataset file, or both user array files."""
+    if source.startswith("arrays:"):
+        pp, qq = source[len("arrays:") :].split("|")
+        return hashlib.sha256(f"arrays:{_file_digest(pp)}:{_file_digest(qq)}".encode()).hexdigest()
+    return _file_digest(source or default_dataset_path())
+
+
+#: The modules whose code decides a shard's numbers (with the compiled extension).
+_COMPUTE_MODULES = ("__init__.py", "_validate.py", "bound.py", "data.py", "report.py", "verifiers.py")
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """The code version a shard was computed with: mdsd_fast.__version__, the bytes of the compiled
+    extension (an unreleased rebuild of the same version differs) and of the compute modules."""
+    from . import _core
+
+    h = hashlib.sha256(f"mdsd_fast {__version__}".encode())
+    here = Path(__file__).resolve().parent
+    for f in [Path(_core.__file__), *(here / m for m in _COMPUTE_MODULES)]:
+        h.update(f"\0{f.name}\0{_file_digest(f) if f.exists() else '-'}".encode())
+    return h.hexdigest()[:32]
+
+
+def _resume_key(unit: Unit, cfg: ReportConfig, source_digest: str) -> dict[str, str]:
+    """What a shard's numbers depend on: the data (the source's content hash and the unit's
+    selection of rows), the config and the code. A shard is reused only if all three are equal."""
+    sel = json.dumps(dict(shard=unit.shard_name, domain=unit.domain, draft=unit.draft,
+                          temperature=None if math.isnan(unit.temperature) else unit.temperature), sort_keys=True)
+    data = hashlib.sha256(f"{source_digest}|{sel}".encode()).hexdigest()[:32]
+    return dict(data=data, config=cfg.fingerprint(), code=_code_digest())
+
 
 @functools.lru_cache(maxsize=4)
-def _open_source(source: str) -> LMDataset:
-    """Load a source once per process (every unit of a file shares it)."""
+def _open_source(source: str, digest: str) -> LMDataset:
+    """Load a source once per process (every unit of a file shares it); keyed by its content hash
+    too, so a file rewritten between two reports in one process is read again."""
     if source.startswith("arrays:"):
         pp, qq = source[len("arrays:") :].split("|")
         return from_arrays(np.load(pp), np.load(qq))
@@ -165,8 +239,10 @@ def _unit_seed(seed: int, key: str) -> int:
 
 
 def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
-    """Compute one unit's per-position values and write them atomically; returns the shard path."""
-    ds = _unit_rows(_open_source(unit.source), unit)
+    """Compute one unit's per-position values and write them atomically; returns the shard path.
+    The shard's metadata holds the unit's resume key (see :func:`_resume_key`)."""
+    digest = _source_digest(unit.source)
+    ds = _unit_rows(_open_source(unit.source, digest), unit)
     p, q = ds.dense(np.float64)
     keep = np.ones(len(ds), dtype=bool)
     arrays: dict[str, NDArray[Any]] = {}
@@ -202,9 +278,10 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         arrays[f"verifier/{v}/{s}/{n}/exact"] = np.array(exact)
     arrays["rows"] = np.array([m["row"] for m in ds.meta], dtype=np.int64)
     arrays["sum_min"] = np.minimum(p, q).sum(axis=1)
-    meta = dict(unit=unit.__dict__, fingerprint=cfg.fingerprint(), positions=len(ds), version=__version__)
+    meta = dict(unit=unit.__dict__, fingerprint=cfg.fingerprint(), positions=len(ds), version=__version__,
+                source_digest=digest, resume_key=_resume_key(unit, cfg, digest))
     arrays["__meta__"] = np.array(json.dumps(meta))
-    path = Path(out_dir) / "shards" / f"{unit.key}.npz"
+    path = Path(out_dir) / "shards" / f"{unit.shard_name}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
     try:
@@ -221,15 +298,23 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     return str(path)
 
 
-def _shard_done(path: Path, cfg: ReportConfig) -> bool:
+def _shard_stale(path: Path, key: dict[str, str]) -> str | None:
+    """None if the shard at ``path`` was computed with resume key ``key``, else why it must be
+    recomputed ("no shard", "unreadable shard", "code changed", "config changed", "data changed")."""
     if not path.exists():
-        return False
+        return "no shard"
     try:
         with np.load(path) as z:
             meta = json.loads(str(z["__meta__"]))
-        return bool(meta.get("fingerprint") == cfg.fingerprint())
+        stored = meta.get("resume_key")
     except Exception:
-        return False
+        return "unreadable shard"
+    if not isinstance(stored, dict):
+        return "code changed"  # written before shards had a resume key
+    for part in ("code", "config", "data"):
+        if stored.get(part) != key[part]:
+            return f"{part} changed"
+    return None
 
 
 def _ci95(x: NDArray[np.float64]) -> tuple[float, float, float]:
@@ -354,6 +439,20 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
+def _atomic_save(path: Path, a: NDArray[Any]) -> None:
+    """np.save to a temporary file renamed over ``path`` (a new inode: see _file_digest)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            np.save(fh, a)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
@@ -362,22 +461,39 @@ def _atomic_write(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _progress(total: int, enabled: bool | None, desc: str) -> Any:
-    if enabled is None:
-        enabled = sys.stderr.isatty() and not os.environ.get("CI")
-    if enabled:
-        try:
-            from tqdm import tqdm
+class _Progress:
+    """Progress of the units: a tqdm bar, or one plain stderr line per finished group, or nothing.
 
-            return tqdm(total=total, desc=desc, unit="unit")
-        except ImportError:
-            pass
+    enabled None (auto): the bar on a terminal (unless $CI is set), plain lines otherwise (logs,
+    CI); True: the bar (plain lines without tqdm); False: silent."""
 
-    class _Quiet:
-        def update(self, k: int = 1) -> None: ...
-        def close(self) -> None: ...
+    def __init__(self, total: int, enabled: bool | None, desc: str) -> None:
+        self.total, self.desc, self.done = total, desc, 0
+        self.t0 = time.perf_counter()
+        self.bar: Any = None
+        self.plain = False
+        if enabled is False:
+            return
+        if enabled or (sys.stderr.isatty() and not os.environ.get("CI")):
+            try:
+                from tqdm import tqdm
 
-    return _Quiet()
+                self.bar = tqdm(total=total, desc=desc, unit="group")
+            except ImportError:
+                pass
+        self.plain = self.bar is None
+
+    def update(self, unit: Unit) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif self.plain:
+            print(f"{self.desc}: {self.done}/{self.total} groups done ({unit.label()}) "
+                  f"{time.perf_counter() - self.t0:.1f} s", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
@@ -387,7 +503,7 @@ def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
         if src.startswith("arrays:"):
             units.append(Unit(src, "user", math.nan, "user"))
             continue
-        ds = _open_source(src)
+        ds = _open_source(src, _source_digest(src))
         dom = ds.column("domain")
         tem = ds.column("temperature")
         dra = ds.column("draft")
@@ -403,29 +519,30 @@ def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
 
 def _run_units(units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: int, scheduler: str | None,
                progress: bool | None) -> None:
-    bar = _progress(len(units), progress, "report")
+    bar = _Progress(len(units), progress, "report")
     try:
         if scheduler:
             from dask.distributed import Client, as_completed
 
             with Client(scheduler) as client:
                 futures = client.map(compute_unit, units, cfg=cfg, out_dir=out_dir, pure=False)
+                of = {fut.key: u for fut, u in zip(futures, units)}
                 for fut in as_completed(futures):
                     fut.result()
-                    bar.update(1)
+                    bar.update(of[fut.key])
         elif workers > 1:
             from concurrent.futures import ProcessPoolExecutor
             from concurrent.futures import as_completed as done
 
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futs = [pool.submit(compute_unit, u, cfg, out_dir) for u in units]
+                futs = {pool.submit(compute_unit, u, cfg, out_dir): u for u in units}
                 for f in done(futs):
                     f.result()
-                    bar.update(1)
+                    bar.update(futs[f])
         else:
             for u in units:
                 compute_unit(u, cfg, out_dir)
-                bar.update(1)
+                bar.update(u)
     finally:
         bar.close()
 
@@ -463,9 +580,9 @@ def _aggregate(units: list[Unit], cfg: ReportConfig, out_dir: str) -> tuple[list
     positions: dict[str, dict[str, NDArray[Any]]] = {}
     pooled: dict[tuple[Any, str], list[dict[str, NDArray[Any]]]] = {}
     for u in units:
-        with np.load(Path(out_dir) / "shards" / f"{u.key}.npz") as z:
+        with np.load(Path(out_dir) / "shards" / f"{u.shard_name}.npz") as z:
             arr = {k: z[k] for k in z.files if k != "__meta__"}
-        positions[u.key] = arr
+        positions[u.shard_name] = arr
         temp = None if math.isnan(u.temperature) else u.temperature
         records += _records_for(dict(domain=u.domain, temperature=temp, draft=u.draft), arr, cfg)
         pooled.setdefault((temp, u.draft), []).append(arr)
@@ -576,8 +693,12 @@ def gap_report(
         files (``*.npz``), a list of files, or a ``(p, q)`` pair of (B, V) arrays of your own.
     config : what to compute (schemes, n values, verifiers, temperatures, exact/simulated, seed).
     out_dir : where per-unit shards go (a temporary directory if None).
-    resume : skip units whose shard already exists with the same settings.
+    resume : reuse the shards in ``out_dir`` computed on the same data (content hash), config and
+        code; the others are recomputed. One line on stderr says how many groups were reused and
+        why the rest were not; ``metadata["units_reused"]`` records the count.
     workers : local processes; scheduler : a Dask scheduler address (``tcp://host:port``).
+    progress : None (auto: a bar on a terminal, one plain stderr line per finished group
+        otherwise), True (the bar), False (silent).
     """
     cfg = config or ReportConfig()
     t0 = time.perf_counter()
@@ -593,23 +714,36 @@ def gap_report(
         arrays_dir = Path(out) / "arrays"
         arrays_dir.mkdir(parents=True, exist_ok=True)
         pp, qq = arrays_dir / "p.npy", arrays_dir / "q.npy"
-        np.save(pp, np.asarray(dataset[0]))
-        np.save(qq, np.asarray(dataset[1]))
+        _atomic_save(pp, np.asarray(dataset[0]))  # a new file each time: the content hash is redone
+        _atomic_save(qq, np.asarray(dataset[1]))
         sources = [f"arrays:{pp}|{qq}"]
     elif isinstance(dataset, (str, os.PathLike)):
         path = Path(dataset)
         if path.is_dir():
-            sources = [str(f) for f in sorted(path.glob("*.npz"))]
+            sources = [os.path.abspath(f) for f in sorted(path.glob("*.npz"))]
             if not sources:
                 raise ValueError(f"dataset: no .npz dataset files in directory {path}")
         else:
-            sources = [str(path)]
+            sources = [os.path.abspath(path)]
     else:
-        sources = [str(s) for s in dataset]
+        sources = [str(s) if str(s).startswith("arrays:") or not str(s) else os.path.abspath(s) for s in dataset]
     units = plan_units(sources, cfg)
     if not units:
         raise ValueError("dataset: no positions match the requested temperatures")
-    todo = [u for u in units if not (resume and _shard_done(Path(out) / "shards" / f"{u.key}.npz", cfg))]
+    todo = units
+    reasons: dict[str, int] = {}
+    if resume:
+        todo = []
+        for u in units:
+            why = _shard_stale(Path(out) / "shards" / f"{u.shard_name}.npz",
+                               _resume_key(u, cfg, _source_digest(u.source)))
+            if why is not None:
+                todo.append(u)
+                reasons[why] = reasons.get(why, 0) + 1
+        line = f"resume: reused {len(units) - len(todo)} of {len(units)} groups"
+        if todo:
+            line += f" ({len(todo)} recomputed: " + ", ".join(f"{w} for {c}" for w, c in reasons.items()) + ")"
+        print(line, file=sys.stderr, flush=True)
     _run_units(todo, cfg, out, workers=workers, scheduler=scheduler, progress=progress)
     records, positions = _aggregate(units, cfg, out)
     findings = _findings(positions, cfg)
@@ -622,6 +756,7 @@ def gap_report(
     metadata = dict(
         mdsd_fast=__version__, numpy=np.__version__, highspy=highs_version, dataset=sources or ["shipped"],
         config=dict(cfg.__dict__), units=len(units), units_computed=len(todo),
+        units_reused=len(units) - len(todo), recompute_reasons=reasons,
         command=command or "", seconds=round(time.perf_counter() - t0, 3),
         confidence="95% normal interval over positions; * = simulated acceptance",
     )

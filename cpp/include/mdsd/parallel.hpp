@@ -19,6 +19,8 @@
 #include <thread>
 #include <vector>
 
+#include "mdsd/limits.hpp"
+
 namespace mdsd {
 
 //: A hook that throws to abort the computation (installed by the Python bindings).
@@ -54,7 +56,7 @@ inline void poll_interrupt() {
 }
 
 //: Upper bound on worker threads per call, whatever the caller asks (results never depend on it).
-constexpr int kMaxThreads = 256;
+constexpr int kMaxThreads = limits::kMaxThreads;
 
 inline int resolve_threads(int threads, int64_t rows) {
     if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -15,7 +15,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "mdsd/limits.hpp"
 #include "mdsd/parallel.hpp"
+#include "mdsd/wor_law.hpp"
 
 namespace mdsd {
 
@@ -38,7 +40,7 @@ struct TooLarge : std::length_error {
 };
 
 //: Largest n whose n! is a finite double (sets_iid).
-constexpr int kIidMaxN = 170;
+constexpr int kIidMaxN = limits::kIidFlowMaxN;
 
 inline double binom(int64_t k, int64_t m) {
     if (m < 0 || m > k) return 0.0;
@@ -165,74 +167,28 @@ inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, do
     return out;
 }
 
-// Without replacement: every n-subset A of supp q, w_A = sum over its orderings of
-// prod_t q(a_t) / (1 - S_{t-1}), by a DP over the 2^n sub-masks; then projected onto supp p.
+// Without replacement: every n-subset A of supp q with its weight Pr[S = A] (wor_law.hpp), then
+// projected onto supp p.
 inline DraftSets sets_wor(const double* p, const double* q, int64_t V, int n, double max_sets) {
     std::vector<int32_t> sup;
     for (int64_t i = 0; i < V; ++i)
         if (q[i] > 0.0) sup.push_back(static_cast<int32_t>(i));
     const int64_t K = static_cast<int64_t>(sup.size());
     if (K < n) throw std::invalid_argument("n: without-replacement drafts need at least n tokens with q > 0");
-    if (n > 20) throw std::invalid_argument("n: the without-replacement LP enumeration supports n <= 20");
+    if (n > limits::kWorFlowMaxN)
+        throw std::invalid_argument("n: the without-replacement LP enumeration supports n <= " +
+                                    std::to_string(limits::kWorFlowMaxN));
     guard(binom(K, n), max_sets, "scheme='wor'");
     bool any_dead = false;  // without p = 0 tokens every n-subset is its own set: no merging
     for (int32_t t : sup) any_dead |= !(p[t] > 0.0);
     SetAccumulator acc(p);
     acc.out.ptr.reserve(any_dead ? 1 : static_cast<std::size_t>(binom(K, n)) + 1);
-    std::vector<int32_t> comb(n);
-    std::vector<double> g(std::size_t(1) << n), qm(std::size_t(1) << n);
-    for (int j = 0; j < n; ++j) comb[j] = j;
-    const uint32_t full = (1u << n) - 1;
-    for (;;) {
-        poll_interrupt();
-        // weight of the set {sup[comb[0..n)]}
-        std::fill(g.begin(), g.end(), 0.0);
-        g[0] = 1.0;
-        qm[0] = 0.0;
-        for (uint32_t mask = 1; mask <= full; ++mask) {
-            int low = __builtin_ctz(mask);
-            qm[mask] = qm[mask & (mask - 1)] + q[sup[comb[low]]];
-        }
-        // Mass outside the combination: 1 - q(comb) is accurate unless q(comb) is close to 1;
-        // then sum it directly (the denominators 1 - q(mask) below would otherwise cancel).
-        double out = 1.0 - qm[full];
-        if (qm[full] > 0.5) {
-            out = 0.0;
-            int j = 0;
-            for (int64_t s = 0; s < K; ++s) {
-                if (j < n && comb[j] == s) { ++j; continue; }
-                out += q[sup[s]];
-            }
-        }
-        for (uint32_t mask = 0; mask < full; ++mask) {
-            if (g[mask] == 0.0) continue;
-            const double den = out + qm[full ^ mask];
-            const double inv = 1.0 / den;
-            if (inv <= std::numeric_limits<double>::max()) {
-                for (int a = 0; a < n; ++a) {
-                    if (mask & (1u << a)) continue;
-                    g[mask | (1u << a)] += g[mask] * q[sup[comb[a]]] * inv;
-                }
-            } else {  // subnormal remaining mass: 1/den overflows, q_a / den <= 1 does not
-                for (int a = 0; a < n; ++a) {
-                    if (mask & (1u << a)) continue;
-                    g[mask | (1u << a)] += g[mask] * (q[sup[comb[a]]] / den);
-                }
-            }
-        }
-        int32_t toks[64];
+    std::vector<int32_t> toks(n);
+    for_each_wor_set(q, sup, n, [&](const int32_t* comb, double w) {
         for (int j = 0; j < n; ++j) toks[j] = sup[comb[j]];
-        if (g[full] > 0.0) {
-            if (any_dead) acc.add(toks, n, g[full]);
-            else acc.out.push(toks, n, g[full]);  // comb is ascending, so toks is sorted
-        }
-        // next combination
-        int j = n - 1;
-        while (j >= 0 && comb[j] == K - n + j) --j;
-        if (j < 0) break;
-        ++comb[j];
-        for (int l = j + 1; l < n; ++l) comb[l] = comb[l - 1] + 1;
-    }
+        if (any_dead) acc.add(toks.data(), n, w);
+        else acc.out.push(toks.data(), n, w);  // comb is ascending, so toks is sorted
+    });
     return std::move(acc.out);
 }
 

@@ -5,6 +5,7 @@
 //   * the exponential-race integral, any n:            O(n G) per token, G ~ 100-300 nodes
 //     for n <= 8 (~ sqrt(n / 8) times more above)
 // Each evaluator is a small state machine: add(token) then value(lambda) for the current prefix.
+// The race integral is race::WorRace (race/prefix_mass.hpp).
 // S = q(H), lambda = q(outside H) (a suffix sum, accurate when small), s1 = sum_{a in H} q_a/(1-q_a).
 #pragma once
 
@@ -15,17 +16,9 @@
 #include <stdexcept>
 #include <vector>
 
-namespace mdsd {
+#include "mdsd/race/prefix_mass.hpp"
 
-// 1 - e^{-y} for 0 <= y <= 1/8 by its series up to y^10 (relative error < 1e-18): the race grids'
-// first nodes, where libm's expm1 and exp would cost more than the rest of a token's nodes.
-constexpr double kSeriesMaxArg = 0.125;
-inline double one_minus_exp_neg(double y) {
-    constexpr double inv[11] = {0.0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10};
-    double s = 1.0;
-    for (int m = 10; m >= 2; --m) s = 1.0 - s * y * inv[m];
-    return y * s;
-}
+namespace mdsd {
 
 // 1 - q_a without cancellation when q_a is close to 1: for the (at most one) token with
 // q_a > 1/2 the mass of the other tokens is summed directly.
@@ -179,158 +172,7 @@ struct WorExact3 {
     }
 };
 
-// Exponential-race integral (THEORY §4.4): Q_wor(H) = int_0^inf lam e^{-lam t} F_H(t) dt with
-// F_H(t) = Pr[at least n of the clocks in H rang by t]. We track, on a log-t grid, the Poisson-
-// binomial counts P[c](t) for c < n only, and integrate the complement
-//     Q = 1 - Ltail(lam) - h sum_g lam t_g e^{-lam t_g} Fbar(t_g),   Fbar = sum_{c<n} P[c],
-// which keeps the absolute error at rounding level (only absolute error matters for alpha*).
-// The trapezoid rule in s = ln t converges exponentially; summed over the whole infinite grid the
-// weights h lam t_g e^{-lam t_g} add up to 1 within ~1e-17, so nodes where Fbar = 0 (saturated)
-// or lam t > 45 are skipped and the nodes below t_lo are summed in closed form (Ltail).
-// Grid: M nodes per doubling, rho = 2^{1/M}, so t_{g+M} = 2 t_g exactly, and 1 - e^{-2x} = b (2 - b)
-// with b = 1 - e^{-x}: per node and token this costs one multiply-add instead of an exp, without
-// losing accuracy. The n-th arrival is peaked in ln t (width ~ 1/sqrt(n)), so M grows with n.
-//
-// Time unit: t is measured in units of 2^k (the rates q and lam are multiplied by `scale` = 2^k).
-// Q is invariant under this change of unit, and a power-of-two scale is exact, so k = 0 (every
-// draft mass >= 2^-900) reproduces the unscaled computation bit for bit. Below that, the grid's
-// upper end 45 / lam would overflow a double (lam < 2.5e-307 gave t_hi = inf and a garbage
-// grid) and products q t_g would underflow into subnormals; k = 600 keeps every t_g, q t_g and
-// lam t_g in the normal range for any positive double mass, down to 4.9e-324.
-struct WorRace {
-    static constexpr double kCut = 45.0;          // lam t beyond this carries < 1e-19
-    static constexpr double kSat = 1e-18;         // Fbar below this is treated as 0
-    static constexpr double kTinyMass = 0x1p-900; // masses below this switch to the scaled time unit
-    static constexpr int kTinyShift = 600;        // k for that case
-    int n = 0;
-    int M = 3;                                     // nodes per doubling of t
-    int64_t G = 0, g_sat = 0;
-    double h = 0.0, t_lo = 0.0, log_t_lo = 0.0;
-    double scale = 1.0;                            // 2^k: rates in the scaled time unit
-    std::vector<double> t, P, b, e;                // P laid out [c][g] so the DP vectorises over g
-
-    // Nodes per doubling: M = ceil(3 sqrt(n / 8)), i.e. 3 up to n = 8, so the step stays as fine
-    // relative to the peak width as at n = 8. Measured |error| on Q < 1e-12 for n <= 1000 (worst
-    // 8e-13 at n = 8; M = 3 alone gave 1e-9 at n = 16): tests/test_wor_integral_accuracy.py.
-    static int nodes_per_doubling(int n) {
-        if (n <= 8) return 3;
-        return static_cast<int>(std::ceil(3.0 * std::sqrt(n / 8.0)));
-    }
-
-    void reset(int n_, double lam_min) {
-        n = n_;
-        M = nodes_per_doubling(n);
-        scale = lam_min < kTinyMass ? std::ldexp(1.0, kTinyShift) : 1.0;
-        lam_min *= scale;
-        h = std::log(2.0) / M;
-        // Below t_lo, F_H(t) <= e_n(q_H) t^n <= t^n / n!, so replacing Fbar by 1 there costs at most
-        // t_lo^{n+1} / (n+1)! <= 1e-16. t_lo <= 0.1 keeps lam t_lo <= 0.1 for ltail's series ((n+1)!
-        // overflows to inf for n >= 170: then t_lo = 0.1 too).
-        double fact = 1.0;
-        for (int j = 2; j <= n + 1; ++j) fact *= j;
-        t_lo = std::min(0.1, std::pow(fact * 1e-16, 1.0 / (n + 1))) / scale;
-        log_t_lo = std::log(t_lo);
-        double t_hi = kCut / lam_min;
-        G = static_cast<int64_t>(std::ceil((std::log(t_hi) - log_t_lo) / h)) + 1;
-        G = std::max<int64_t>(G, M);
-        t.resize(G);
-        // t_g = t_lo 2^{g/M}: the first M nodes directly, then exact doublings of them.
-        for (int64_t g = 0; g < G; ++g)
-            t[g] = g < M ? t_lo * std::exp2(static_cast<double>(g) / M) : std::ldexp(t[g % M], static_cast<int>(g / M));
-        P.assign(static_cast<std::size_t>(n) * G, 0.0);
-        for (int64_t g = 0; g < G; ++g) P[g] = 1.0;  // count 0 with probability 1
-        for (int m = 0; m < kTailTerms; ++m) tail_den[m] = std::exp2(static_cast<double>(m + 1) / M) - 1.0;
-        b.resize(G);
-        e.resize(G);
-        g_sat = G;
-    }
-
-    // b_g = 1 - e^{-x t_g}, e_g = e^{-x t_g} for g < gn, by the doubling chain.
-    // The doubling chain starts from M directly computed nodes; nodes where x t_g is below
-    // kChainStart (possible only for masses below ~1e-250) are computed directly too, since
-    // doubling from an underflowed b = 0 would never let that clock ring.
-    static constexpr double kChainStart = 0x1p-900;
-    void chain(double x, int64_t gn) {
-        int64_t g0 = 0;
-        while (g0 < gn && x * t[g0] < kChainStart) ++g0;
-        const int64_t direct = std::min<int64_t>(g0 + M, gn);
-        for (int64_t g = 0; g < direct; ++g) {
-            const double y = x * t[g];
-            if (y <= kSeriesMaxArg) {
-                b[g] = one_minus_exp_neg(y);
-                e[g] = 1.0 - b[g];
-                continue;
-            }
-            double bb = -std::expm1(-y);
-            b[g] = bb;
-            e[g] = bb <= 0.5 ? 1.0 - bb : std::exp(-y);
-        }
-        for (int64_t g = direct; g < gn; ++g) {
-            double bp = b[g - M];
-            if (bp <= 0.5) {
-                double bb = bp * (2.0 - bp);
-                b[g] = bb;
-                e[g] = 1.0 - bb;
-            } else {
-                double ee = e[g - M] * e[g - M];
-                e[g] = ee;
-                b[g] = 1.0 - ee;
-            }
-        }
-    }
-
-    void add(double qi) {
-        const int64_t gn = g_sat;
-        if (gn == 0) return;
-        chain(qi * scale, gn);
-        const double* bb = b.data();
-        const double* ee = e.data();
-        for (int c = n - 1; c >= 1; --c) {
-            double* Pc = P.data() + static_cast<std::size_t>(c) * G;
-            const double* Pm = P.data() + static_cast<std::size_t>(c - 1) * G;
-            for (int64_t g = 0; g < gn; ++g) Pc[g] = Pc[g] * ee[g] + Pm[g] * bb[g];
-        }
-        double* P0 = P.data();
-        for (int64_t g = 0; g < gn; ++g) P0[g] *= ee[g];
-        // Fbar(t) is non-increasing in t, so the saturated nodes form a suffix of the grid.
-        while (g_sat > 0) {
-            const int64_t g = g_sat - 1;
-            double fb = 0.0;
-            for (int c = 0; c < n; ++c) fb += P[static_cast<std::size_t>(c) * G + g];
-            if (fb >= kSat) break;
-            for (int c = 0; c < n; ++c) P[static_cast<std::size_t>(c) * G + g] = 0.0;
-            --g_sat;
-        }
-    }
-
-    // sum_{j>=1} h lam t_{-j} e^{-lam t_{-j}} with t_{-j} = t_lo rho^{-j}, in closed form:
-    // h sum_m (-y0)^m y0 / (m! (rho^{m+1} - 1)), y0 = lam t_lo <= 0.1, so 14 terms reach 1e-20.
-    static constexpr int kTailTerms = 14;
-    double tail_den[kTailTerms] = {};  // rho^{m+1} - 1, set by reset()
-    double ltail(double lam) const {
-        const double y0 = lam * t_lo;
-        double term = y0, s = 0.0;
-        for (int m = 0; m < kTailTerms; ++m) {
-            s += term / tail_den[m];
-            term *= -y0 / (m + 1);
-        }
-        return h * s;
-    }
-
-    double value(double /*S*/, double lam) {
-        lam *= scale;
-        int64_t g_max = static_cast<int64_t>(std::floor((std::log(kCut / lam) - log_t_lo) / h)) + 1;
-        const int64_t gn = std::clamp<int64_t>(g_max, 0, g_sat);
-        chain(lam, gn);
-        double acc = 0.0;
-        for (int64_t g = 0; g < gn; ++g) {
-            double fb = P[g];
-            for (int c = 1; c < n; ++c) fb += P[static_cast<std::size_t>(c) * G + g];
-            acc += t[g] * e[g] * fb;
-        }
-        return 1.0 - ltail(lam) - h * lam * acc;
-    }
-};
+using race::WorRace;
 
 enum class WorMethod { Auto = 0, Exact = 1, Integral = 2 };
 

@@ -112,21 +112,30 @@ inline bool contains(const int32_t* t, int m, int32_t x) {
     return false;
 }
 
-// One draw from q restricted to V \ ex (m excluded tokens) and renormalised: rejection from the
-// alias table, and after kTries misses an inverse-CDF draw on the prefix sums that skips the
-// excluded tokens (O(m + log V); a linear scan only if rounding lands on an excluded token).
-// The mixture of the routes is exactly the restricted law, since every accepted rejection draw
-// already follows it.
+// One draw from q restricted to V \ ex (m distinct excluded tokens, any m) and renormalised:
+// rejection from the alias table, and after kTries misses an inverse-CDF draw on the prefix sums
+// that skips the excluded tokens (O(m log m + log V); a linear scan only if rounding lands on an
+// excluded token). The mixture of the routes is exactly the restricted law, since every accepted
+// rejection draw already follows it. Both routes test against all m exclusions: the sorted copy
+// lives on the stack up to kStackEx tokens and on the heap beyond (no limit on m).
 inline int32_t draw_excluding(const Alias& a, const double* q, int64_t V, const int32_t* ex, int m, Rng& r) {
     constexpr int kTries = 4;
     for (int k = 0; k < kTries; ++k) {
         const int32_t x = a.sample(r);
         if (!contains(ex, m, x)) return x;
     }
-    int32_t sorted_ex[64];
-    const int mm = std::min(m, 64);
-    std::copy(ex, ex + mm, sorted_ex);
-    std::sort(sorted_ex, sorted_ex + mm);
+    constexpr int kStackEx = 64;
+    int32_t stack_ex[kStackEx];
+    std::vector<int32_t> heap_ex;
+    int32_t* sorted_ex = stack_ex;
+    if (m > kStackEx) {
+        heap_ex.resize(static_cast<std::size_t>(m));
+        sorted_ex = heap_ex.data();
+    }
+    std::copy(ex, ex + m, sorted_ex);
+    std::sort(sorted_ex, sorted_ex + m);
+    const int mm = static_cast<int>(std::unique(sorted_ex, sorted_ex + m) - sorted_ex);  // a repeat counts once
+    auto excluded_tok = [&](int32_t x) { return std::binary_search(sorted_ex, sorted_ex + mm, x); };
     double excluded = 0.0;
     for (int j = 0; j < mm; ++j) excluded += q[sorted_ex[j]];
     // The remaining mass as a difference of prefix sums: its relative rounding error is about
@@ -143,11 +152,11 @@ inline int32_t draw_excluding(const Alias& a, const double* q, int64_t V, const 
         skipped += q[e];
     }
     const int64_t i = std::upper_bound(a.cdf.begin(), a.cdf.end(), t) - a.cdf.begin();
-    if (i < V && q[i] > 0.0 && !contains(sorted_ex, mm, static_cast<int32_t>(i))) return static_cast<int32_t>(i);
+    if (i < V && q[i] > 0.0 && !excluded_tok(static_cast<int32_t>(i))) return static_cast<int32_t>(i);
     double s = 0.0;  // rounding at a boundary: the exact linear scan
     int32_t last = -1;
     for (int64_t k = 0; k < V; ++k) {
-        if (q[k] <= 0.0 || contains(sorted_ex, mm, static_cast<int32_t>(k))) continue;
+        if (q[k] <= 0.0 || excluded_tok(static_cast<int32_t>(k))) continue;
         s += q[k];
         last = static_cast<int32_t>(k);
         if (s > u) return last;

@@ -1,7 +1,6 @@
-// The verifier registry: one prepared plan per batch row behind a small virtual interface, so
-// the binding can loop over rows and sample blocks without knowing which verifier it runs.
-// Names are a contract with the Python layer: "sd", "rrs", "rrs-wor", "kseq", "spechub",
-// "greedy", "optimal-lp", "optimal", "sweep".
+// The verifier registry: the verifier table, and one prepared plan per batch row behind a small
+// virtual interface, so the binding can loop over rows and sample blocks without knowing which
+// verifier it runs. Names are a contract with the Python layer.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +15,8 @@
 #include "mdsd/verifiers/greedy.hpp"
 #include "mdsd/verifiers/kseq.hpp"
 #include "mdsd/verifiers/lp.hpp"
-#include "mdsd/verifiers/optimal.hpp"
+#include "mdsd/verifiers/optimal_iid.hpp"
+#include "mdsd/verifiers/optimal_wor/route.hpp"
 #include "mdsd/verifiers/rrs.hpp"
 #include "mdsd/verifiers/sd.hpp"
 
@@ -24,16 +24,33 @@ namespace mdsd::verif {
 
 enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, OptimalLp, Optimal, Sweep };
 
+// The verifier table: what each verifier is, read by the registry below and by the Python layer
+// (_core.verifier_table(): verifiers.py and the gap report build their facts from it).
+struct VerifierInfo {
+    const char* name;
+    Kind kind;
+    const char* schemes;  // draft schemes it verifies, comma separated; the first is the default
+    const char* bound;    // the scheme whose alpha* bounds it (under its default scheme)
+    int n_min;            // n range; n_max = 0: up to limits::kMaxDrafts
+    int n_max;
+    const char* report;   // schemes under which the gap report lists it (each at its own alpha*)
+    const char* exact;    // how its exact acceptance is computed
+};
+inline constexpr VerifierInfo kVerifiers[] = {
+    {"sd", Kind::Sd, "iid", "iid", 1, 1, "iid,wor,greedy", "closed form: sum min(p, q)"},
+    {"rrs", Kind::Rrs, "iid", "iid", 1, 0, "iid", "closed form over the ratio table"},
+    {"rrs-wor", Kind::RrsWor, "wor", "wor", 1, 0, "wor", "recursion over draft prefixes (refused beyond the budget)"},
+    {"kseq", Kind::Kseq, "iid", "iid", 1, 0, "iid", "closed form at the optimal rho"},
+    {"spechub", Kind::SpecHub, "spechub", "greedy", 2, 2, "greedy", "closed form"},
+    {"greedy", Kind::Greedy, "greedy", "greedy", 1, 0, "greedy", "closed form"},
+    {"optimal-lp", Kind::OptimalLp, "iid,wor,greedy", "iid", 1, 0, "iid,wor,greedy", "the LP plan's accepted mass"},
+    {"optimal", Kind::Optimal, "iid,wor", "iid", 1, 0, "iid", "the plan's accepted mass"},
+    {"sweep", Kind::Sweep, "wor", "wor", 1, 0, "wor", "the plan's accepted mass"},
+};
+
 inline Kind parse_kind(const std::string& s) {
-    if (s == "sd") return Kind::Sd;
-    if (s == "rrs") return Kind::Rrs;
-    if (s == "rrs-wor") return Kind::RrsWor;
-    if (s == "kseq") return Kind::Kseq;
-    if (s == "spechub") return Kind::SpecHub;
-    if (s == "greedy") return Kind::Greedy;
-    if (s == "optimal-lp") return Kind::OptimalLp;
-    if (s == "optimal") return Kind::Optimal;
-    if (s == "sweep") return Kind::Sweep;
+    for (const VerifierInfo& v : kVerifiers)
+        if (s == v.name) return v.kind;
     throw std::invalid_argument("name: unknown verifier '" + s + "'");
 }
 
@@ -129,12 +146,13 @@ inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const do
             if (scheme == Drafter::Hub) throw std::invalid_argument("scheme: 'optimal-lp' serves 'iid', 'wor' and 'greedy'");
             return std::make_unique<Row<OptimalLp>>(OptimalLp::prepare(p, q, V, n, scheme, *lp));
         case Kind::Optimal:
-            if (scheme != Drafter::Iid && scheme != Drafter::Wor)
-                throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor'");
-            return std::make_unique<Row<Optimal>>(Optimal::prepare(p, q, V, n, scheme));
-        case Kind::Sweep:  // the wor construction of "optimal", kept where it is not certified optimal
+            if (scheme == Drafter::Iid) return std::make_unique<Row<OptimalIid>>(OptimalIid::prepare(p, q, V, n));
+            if (scheme == Drafter::Wor)
+                return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Strict));
+            throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor'");
+        case Kind::Sweep:  // the wor plan of "optimal", kept where it is not certified optimal
             if (scheme != Drafter::Wor) throw std::invalid_argument("scheme: 'sweep' serves 'wor'");
-            return std::make_unique<Row<Optimal>>(Optimal::prepare(p, q, V, n, scheme, /*strict=*/false));
+            return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Keep));
     }
     throw std::invalid_argument("name: unknown verifier");
 }

@@ -1,0 +1,277 @@
+// Prefix-event sweeps (docs/theory.md §15.2): the inner rule of the tight-set sweep on systems
+// too large to enumerate, with its tight sets taken to be prefixes of the current rho order
+// (rho = pi / (h w), neediest first) -- the shape they had in every exact-rational run. Two
+// implementations of one step rule (prefix_event_step):
+//   * PrefixEventSweep: on a head of tokens, w by the race quadrature, everything else entering
+//     through an environment pair; O(|head|^2 n G);
+//   * PairPrefixEventSweep: at n = 2 on a whole system, w in closed form; O(k^2).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "mdsd/parallel.hpp"
+#include "mdsd/race/grid.hpp"
+#include "mdsd/race/pair.hpp"
+#include "mdsd/verifiers/optimal_wor/exact_sweep.hpp"
+
+namespace mdsd::verif::wor {
+
+// The step size of the inner rule on prefix tight sets (both sweeps below). o: the
+// active tokens by descending rho; s: its prefix slacks; the laid token k = o[py] has need pik and
+// weight wy. It is laid until done (pik / wy), exhausted (h_k) or until a shorter prefix turns tight.
+// A prefix falls at a rate of at most wy, so the rates are needed only when d wy reaches the
+// smallest shorter slack; they are affine in h_k, read from the zero-prefix scans at h_k = 1 and 0
+// (scan(hk, v)). vs: the slacks' own scan (h_k at its current weight), reused when h_k = 1.
+template <class Weight, class Scan>
+inline double prefix_event_step(const std::vector<int64_t>& o, const std::vector<double>& s, int64_t py, Weight&& h,
+                         double pik, double wy, std::vector<double>& vs, Scan&& scan) {
+    const int64_t k = o[py];
+    double d = h(k);
+    if (wy > 0.0) d = std::min(d, pik / wy);
+    double smin = 1e300;
+    for (int64_t i = 0; i < py; ++i) smin = std::min(smin, s[i]);
+    if (py > 0 && d * wy >= smin) {
+        std::vector<double> v1, v0;
+        if (h(k) == 1.0) v1.swap(vs);
+        else scan(1.0, v1);
+        scan(0.0, v0);
+        const int64_t a = static_cast<int64_t>(o.size());
+        std::vector<double> Rs(a + 1, 0.0);  // Rs[j]: sum over positions >= j of the h_k-slope of h v
+        for (int64_t j = a - 1; j >= 0; --j) {
+            const double h1 = o[j] == k ? 1.0 : h(o[j]), h0 = o[j] == k ? 0.0 : h(o[j]);
+            Rs[j] = Rs[j + 1] + (h1 * v1[j] - h0 * v0[j]);
+        }
+        for (int64_t i = 0; i < py; ++i) {
+            const double r = wy - Rs[i + 1];
+            if (r > 1e-300 && s[i] > kTol) d = std::min(d, s[i] / r);
+        }
+    }
+    return d;
+}
+
+// The inner sweep (exact_sweep.hpp inner) on a set W of tokens at full vocabulary, with its tight sets taken
+// to be prefixes of W's current rho order (rho = pi / (h w), neediest first) -- as they were in
+// every exact-rational run -- and everything else entering through an environment pair (tokens
+// outside W at their current weights). Each step costs a few O(|W| n G) scans, and the sweep takes
+// about two steps per token: O(|W|^2 n G). Used by the full-vocabulary route (the heads of the
+// "events" order and of the chains).
+struct PrefixEventSweep {
+    const race::Grid* gr = nullptr;
+    const double *q = nullptr, *p = nullptr;
+    std::vector<int32_t> tok;
+    std::vector<double> h, pi;
+    std::vector<char> done;
+    race::Pair fixed;  // the done W tokens at their final weights
+    std::vector<Chunk>* chunks = nullptr;
+    std::vector<double>* won = nullptr;  // by token id
+    std::vector<double> fe, fb;  // the factors of tok (token i at i * G)
+    std::vector<double> suf;      // scan's buffer (kept: a sweep runs thousands of scans)
+
+    void init(const race::Grid& g, const double* q_, const double* p_, std::vector<int32_t> t, std::vector<Chunk>* ch,
+              std::vector<double>* wn) {
+        gr = &g; q = q_; p = p_; tok = std::move(t); chunks = ch; won = wn;
+        h.assign(tok.size(), 1.0);
+        pi.resize(tok.size());
+        done.assign(tok.size(), 0);
+        for (std::size_t i = 0; i < tok.size(); ++i) pi[i] = p[tok[i]];
+        fixed.unit(g.n, g.G);
+        fe.resize(tok.size() * g.G);
+        fb.resize(tok.size() * g.G);
+        for (std::size_t i = 0; i < tok.size(); ++i) g.factors(q[tok[i]], &fe[i * g.G], &fb[i * g.G]);
+    }
+    std::vector<int64_t> active() const {
+        std::vector<int64_t> a;
+        for (std::size_t i = 0; i < tok.size(); ++i)
+            if (!done[i]) a.push_back(static_cast<int64_t>(i));
+        return a;
+    }
+    // v[i] = E[1{o_i in S} prod_{S \ o_i} h'] with env x fixed below: h' = 0 on o_0..o_{i-1} if
+    // zero_prefix (else their weights), the weights after o_i; token `ov` at weight `hov`.
+    void scan(const race::Pair& env, const std::vector<int64_t>& o, bool zero_prefix, int64_t ov, double hov,
+              std::vector<double>& v) {
+        const int64_t a = static_cast<int64_t>(o.size());
+        auto wt = [&](int64_t k) { return k == ov ? hov : h[k]; };
+        // suffix pairs of o[i..a), flat (Pi then D, 2 S doubles each), and the factors of o
+        const int n = gr->n;
+        const int64_t G = gr->G;
+        const std::size_t S = static_cast<std::size_t>(n) * G;
+        suf.resize(static_cast<std::size_t>(a + 1) * 2 * S);
+        std::fill(suf.begin() + a * 2 * S, suf.begin() + (a + 1) * 2 * S, 0.0);
+        std::fill(suf.begin() + a * 2 * S, suf.begin() + a * 2 * S + G, 1.0);
+        for (int64_t i = a - 1; i >= 0; --i) {
+            const double* ei = &fe[o[i] * G];
+            const double* bi = &fb[o[i] * G];
+            const double* src = &suf[(i + 1) * 2 * S];
+            double* dst = &suf[i * 2 * S];
+            race::mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, wt(o[i]), q[tok[o[i]]]);
+        }
+        v.assign(a, 0.0);
+        race::Pair pre = race::mul(env, fixed);
+        for (int64_t i = 0; i < a; ++i) {
+            const double* ei = &fe[o[i] * G];
+            const double* bi = &fb[o[i] * G];
+            const double* in = &suf[(i + 1) * 2 * S];
+            v[i] = race::w_raw(*gr, pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, q[tok[o[i]]]);
+            pre.add(ei, bi, zero_prefix ? 0.0 : wt(o[i]), q[tok[o[i]]]);
+        }
+    }
+    // Active W tokens by descending rho under env (ties: stable), with their w.
+    void order(const race::Pair& env, std::vector<int64_t>& o, std::vector<double>& w) {
+        const std::vector<int64_t> act = active();
+        std::vector<double> wa;
+        scan(env, act, false, -1, 0.0, wa);
+        const int64_t a = static_cast<int64_t>(act.size());
+        std::vector<double> rho(a);
+        for (int64_t j = 0; j < a; ++j) {
+            const double R = h[act[j]] * wa[j];
+            rho[j] = R > 0.0 ? pi[act[j]] / R : 1e300;
+        }
+        std::vector<int64_t> ix(a);
+        for (int64_t j = 0; j < a; ++j) ix[j] = j;
+        std::stable_sort(ix.begin(), ix.end(), [&](int64_t x, int64_t y) { return rho[x] > rho[y]; });
+        o.resize(a);
+        w.resize(a);
+        for (int64_t j = 0; j < a; ++j) { o[j] = act[ix[j]]; w[j] = wa[ix[j]]; }
+    }
+    // Prefix slacks of order o: s_i = mu(T meets o_0..o_i) - pi(o_0..o_i).
+    // v receives the scan behind them (every weight at its current value).
+    void slacks(const race::Pair& env, const std::vector<int64_t>& o, std::vector<double>& s, std::vector<double>& v) {
+        scan(env, o, true, -1, 0.0, v);
+        s.resize(o.size());
+        double cum = 0.0;
+        for (std::size_t j = 0; j < o.size(); ++j) { cum += h[o[j]] * v[j] - pi[o[j]]; s[j] = cum; }
+    }
+    void retire(int64_t k) {
+        done[k] = 1;
+        fixed.add(&fe[k * gr->G], &fb[k * gr->G], std::max(0.0, h[k]), q[tok[k]]);
+    }
+    // One step of the inner rule: the least needy token of the smallest tight prefix (of all active
+    // tokens if none is tight and `force`) is laid until done or until a shorter prefix turns
+    // tight. Returns false if no prefix is tight (and not force) or nothing is active.
+    bool step(const race::Pair& env, bool force) {
+        poll_interrupt_now();
+        std::vector<int64_t> o;
+        std::vector<double> w, s, vs;
+        order(env, o, w);
+        if (o.empty()) return false;
+        slacks(env, o, s, vs);
+        int64_t jt = -1;
+        for (std::size_t j = 0; j < s.size(); ++j)
+            if (s[j] <= kTol) { jt = static_cast<int64_t>(j); break; }
+        if (jt < 0 && !force) return false;
+        const int64_t py = jt >= 0 ? jt : static_cast<int64_t>(o.size()) - 1, k = o[py];
+        const double wy = w[py];
+        const double d = prefix_event_step(o, s, py, [&](int64_t j) { return h[j]; }, pi[k], wy, vs,
+                                    [&](double hk, std::vector<double>& v) { scan(env, o, true, k, hk, v); });
+        if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
+        (*won)[tok[k]] += d * wy;
+        pi[k] -= d * wy;
+        h[k] -= d;
+        chunks->push_back({tok[k], d});
+        if (pi[k] <= kTol * std::max(1.0, p[tok[k]]) || h[k] <= 1e-15) retire(k);
+        return true;
+    }
+};
+
+// The inner sweep at n = 2 on a whole system, with closed forms in place of the race quadrature.
+// For two drafts without replacement from q (mass s on the support),
+//     Pr[S = {y, z}] = (q_y q_z / s) (r_y + r_z),   r_y = 1 / (s - q_y),
+// so with weights h every w_y = E[1{y in S} prod_{S \ y} h] is O(1) from two sums:
+//     w_y = (q_y / s) [r_y (A - q_y h_y) + (B - q_y r_y h_y)],   A = sum q h,  B = sum q r h.
+// The prefix slacks are then one O(k) scan, and the whole system runs PrefixEventSweep's rule,
+// O(k) per step and about two steps per token: O(k^2) in all. Loads are exact up to rounding (no
+// quadrature). The last inner order of the full-vocabulary route at n = 2.
+struct PairPrefixEventSweep {
+    const double* p = nullptr;
+    std::vector<int32_t> tok;
+    std::vector<double> q, r, h, pi, w, rho;
+    std::vector<char> done;
+    double s = 1.0, env_a = 0.0, env_b = 0.0, fix_a = 0.0, fix_b = 0.0;
+    std::vector<int64_t> o;  // active tokens by descending rho (kept: nearly sorted step to step)
+
+    // tokens `t` (p > 0) are swept; `env` (p = 0, never laid) sit at weight 1. rest(y) = s - q_y.
+    template <class Rest>
+    void init(const double* p_, const double* q_, double s_, const std::vector<int32_t>& t,
+              const std::vector<int32_t>& env, Rest&& rest) {
+        p = p_;
+        s = s_;
+        tok = t;
+        const std::size_t k = tok.size();
+        q.resize(k); r.resize(k); h.assign(k, 1.0); pi.resize(k); w.assign(k, 0.0); rho.assign(k, 0.0);
+        done.assign(k, 0);
+        for (std::size_t i = 0; i < k; ++i) { q[i] = q_[tok[i]]; r[i] = 1.0 / rest(tok[i]); pi[i] = p[tok[i]]; }
+        env_a = env_b = fix_a = fix_b = 0.0;
+        for (int32_t y : env) { env_a += q_[y]; env_b += q_[y] / rest(y); }
+        o.resize(k);
+        for (std::size_t i = 0; i < k; ++i) o[i] = static_cast<int64_t>(i);
+    }
+    double w_of(int64_t k, double hk, double A, double B) const {
+        return q[k] / s * (r[k] * (A - q[k] * hk) + (B - q[k] * r[k] * hk));
+    }
+    // v[i] = w of o_i with o_0 .. o_{i-1} at weight 0, token kk at weight hkk (kk < 0: none).
+    void scan(int64_t kk, double hkk, std::vector<double>& v) const {
+        auto wt = [&](int64_t k) { return k == kk ? hkk : h[k]; };
+        double A = env_a + fix_a, B = env_b + fix_b;
+        for (int64_t k : o) { A += q[k] * wt(k); B += q[k] * r[k] * wt(k); }
+        v.resize(o.size());
+        for (std::size_t i = 0; i < o.size(); ++i) {
+            const int64_t k = o[i];
+            const double hk = wt(k);
+            v[i] = w_of(k, hk, A, B);
+            A -= q[k] * hk;
+            B -= q[k] * r[k] * hk;
+        }
+    }
+    void retire(int64_t k) {
+        done[k] = 1;
+        const double hk = std::max(0.0, h[k]);
+        fix_a += q[k] * hk;
+        fix_b += q[k] * r[k] * hk;
+    }
+    // One step of the inner rule (as PrefixEventSweep::step). Returns false when every token is done.
+    bool step(std::vector<Chunk>& chunks, std::vector<double>& won) {
+        poll_interrupt_now();
+        o.erase(std::remove_if(o.begin(), o.end(), [&](int64_t k) { return done[k] != 0; }), o.end());
+        if (o.empty()) return false;
+        double A = env_a + fix_a, B = env_b + fix_b;
+        for (int64_t k : o) { A += q[k] * h[k]; B += q[k] * r[k] * h[k]; }
+        for (int64_t k : o) {
+            w[k] = w_of(k, h[k], A, B);
+            const double R = h[k] * w[k];
+            rho[k] = R > 0.0 ? pi[k] / R : 1e300;
+        }
+        for (std::size_t i = 1; i < o.size(); ++i) {  // insertion sort, descending rho, stable
+            const int64_t x = o[i];
+            std::size_t j = i;
+            while (j > 0 && rho[o[j - 1]] < rho[x]) { o[j] = o[j - 1]; --j; }
+            o[j] = x;
+        }
+        const int64_t a = static_cast<int64_t>(o.size());
+        scan(-1, 0.0, v_);
+        s_.resize(a);
+        double cum = 0.0;
+        for (int64_t i = 0; i < a; ++i) { cum += h[o[i]] * v_[i] - pi[o[i]]; s_[i] = cum; }
+        int64_t jt = -1;
+        for (int64_t i = 0; i < a; ++i)
+            if (s_[i] <= kTol) { jt = i; break; }
+        const int64_t py = jt >= 0 ? jt : a - 1, k = o[py];
+        const double wy = w[k];
+        const double d = prefix_event_step(o, s_, py, [&](int64_t j) { return h[j]; }, pi[k], wy, v_,
+                                    [&](double hk, std::vector<double>& v) { scan(k, hk, v); });
+        if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
+        won[tok[k]] += d * wy;
+        pi[k] -= d * wy;
+        h[k] -= d;
+        chunks.push_back({tok[k], d});
+        if (pi[k] <= kTol * std::max(1.0, p[tok[k]]) || h[k] <= 1e-15) retire(k);
+        return true;
+    }
+
+  private:
+    std::vector<double> v_, s_;
+};
+
+
+}  // namespace mdsd::verif::wor

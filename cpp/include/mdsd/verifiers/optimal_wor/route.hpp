@@ -1,0 +1,186 @@
+// "optimal" / "sweep" for without-replacement drafts (docs/theory.md §13, §15): the plan of
+// plan.hpp, built exactly on enumerable supports and by the full-vocabulary route otherwise.
+//
+// The route builds the outer system (outer.hpp), then climbs a ladder of inner orders (kLadder),
+// each only while the best plan so far is short of alpha*_wor, keeping the plan with the smallest
+// deficit. A row still short runs again with no split (one inner system over supp q: lossless
+// whatever the split, since every load is computed), and then, if short by a little, the first
+// chain order with a longer prefix-event head. Reaching alpha*_wor is certified per row (the
+// plan's exact acceptance against alpha*), not assumed; the policy says what a short row becomes.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mdsd/dual.hpp"
+#include "mdsd/verifiers/optimal_wor/chain.hpp"
+#include "mdsd/verifiers/optimal_wor/context.hpp"
+#include "mdsd/verifiers/optimal_wor/exact_sweep.hpp"
+#include "mdsd/verifiers/optimal_wor/inner.hpp"
+#include "mdsd/verifiers/optimal_wor/budget.hpp"
+#include "mdsd/verifiers/optimal_wor/outer.hpp"
+#include "mdsd/verifiers/optimal_wor/plan.hpp"
+
+namespace mdsd::verif::wor {
+
+// The inner orders, in the order they are tried.
+constexpr InnerOrder kLadder[] = {InnerOrder::Top,    InnerOrder::ChainBelowGroup, InnerOrder::ChainPlain,
+                                  InnerOrder::ChainSplit, InnerOrder::Bottom,     InnerOrder::Events,
+                                  InnerOrder::PairSweep};
+
+inline bool Route::applies(InnerOrder o, int64_t group) const {
+    switch (o) {
+        case InnerOrder::Top:
+        case InnerOrder::ChainBelowGroup: return true;
+        case InnerOrder::ChainPlain: return !last_resort && group > 0;
+        case InnerOrder::ChainSplit:
+        case InnerOrder::Bottom:
+        case InnerOrder::Events: return !last_resort;
+        case InnerOrder::PairSweep: return !last_resort && n == 2 && !retry;
+    }
+    return false;
+}
+
+inline double Route::run_order(InnerOrder o, std::vector<Chunk>& ch, std::vector<double>& wn, int64_t& group) {
+    switch (o) {
+        case InnerOrder::Top: return order_top(ch, wn);
+        case InnerOrder::ChainBelowGroup:
+            group = needy_group(ord, base);
+            return order_chain(ch, wn, group, false);
+        case InnerOrder::ChainPlain: return order_chain(ch, wn, 0, false);
+        case InnerOrder::ChainSplit: return order_chain(ch, wn, group, true);
+        case InnerOrder::Bottom: return order_bottom(ch, wn);
+        case InnerOrder::Events: return order_events(ch, wn);
+        case InnerOrder::PairSweep: return order_pair_sweep(ch, wn);
+    }
+    return 0.0;
+}
+
+inline void Route::inner_system() {
+    if (Hs.empty()) return;
+    int64_t group = -1;  // the needy group found by ChainBelowGroup
+    double best = run_order(kLadder[0], chH, won, group);
+    std::vector<Chunk> ch2;
+    for (std::size_t i = 1; i < sizeof(kLadder) / sizeof(kLadder[0]); ++i) {
+        if (best <= opt.certify_tol / 2) break;
+        if (!applies(kLadder[i], group)) continue;
+        std::vector<double> won2(won);
+        const double d = run_order(kLadder[i], ch2, won2, group);
+        if (d < best) { chH.swap(ch2); won.swap(won2); best = d; }
+    }
+}
+
+// Systems: the first k_in tokens of sup inner, the rest outer.
+inline void split_at(Plan& pl, const std::vector<int32_t>& sup, int64_t k_in) {
+    const int64_t K = static_cast<int64_t>(sup.size());
+    pl.side.assign(pl.V, Side::Never);
+    for (int64_t k = 0; k < K; ++k) pl.side[sup[k]] = k < k_in ? Side::Inner : Side::Outer;
+    pl.num_inner = k_in;
+    pl.num_outer = K - k_in;
+}
+
+// The full-vocabulary route into pl (split at ks).
+inline void run_route(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup, int64_t ks,
+                      const Options& opt, int64_t last_resort_head, bool retry) {
+    Route r(p, q, pl.V, n, sup, ks, opt, last_resort_head, retry);
+    r.outer_system();
+    r.inner_system();
+    pl.sweep_steps += r.sweep_steps;
+    store_chunks(pl, r.chA, r.chH);
+    finish(pl, p, r.won);
+}
+
+// The exact sweep on an enumerable support: loads from the stored chunks by enumeration of the
+// draft sets (exact given the chunks).
+inline void run_exact(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup,
+                      int64_t ks) {
+    const int64_t K = static_cast<int64_t>(sup.size());
+    const auto law = wor_set_law(q, sup, n);
+    SystemSets outer, inner;
+    for (int64_t k = ks; k < K; ++k) outer.sys_tok.push_back(sup[k]);
+    for (int64_t k = 0; k < ks; ++k) inner.sys_tok.push_back(sup[k]);
+    const uint64_t hmask = ks >= 64 ? ~uint64_t{0} : ((uint64_t{1} << ks) - 1);
+    for (const auto& [m, pr] : law) {
+        if (m & ~hmask) { outer.mask.push_back(static_cast<uint32_t>(m >> ks)); outer.prob.push_back(pr); }
+        else { inner.mask.push_back(static_cast<uint32_t>(m)); inner.prob.push_back(pr); }
+    }
+    int64_t s1 = 0, s2 = 0;
+    const auto chA = exact_outer(outer, p, static_cast<int>(K - ks), s1);
+    const auto chH = exact_inner(inner, p, static_cast<int>(ks), s2);
+    pl.sweep_steps = s1 + s2;
+    store_chunks(pl, chA, chH);
+    std::vector<double> won(pl.V, 0.0);
+    std::vector<int32_t> toks;
+    std::vector<double> sel;
+    for (const auto& [m, pr] : law) {
+        toks.clear();
+        const bool out = (m & ~hmask) != 0;
+        for (int64_t k = 0; k < K; ++k)
+            if ((m >> k & 1u) && (k >= ks) == out) toks.push_back(sup[k]);
+        sel.assign(toks.size(), 0.0);
+        win_probs(pl, toks.data(), static_cast<int>(toks.size()), sel.data());
+        for (std::size_t j = 0; j < toks.size(); ++j) won[toks[j]] += pr * sel[j];
+    }
+    finish(pl, p, won);
+}
+
+inline std::string fmt_g(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.3g", x);
+    return buf;
+}
+
+struct OptimalWor {
+    using Plan = wor::Plan;
+
+    static Plan prepare(const double* p, const double* q, int64_t V, int n, Policy policy,
+                        const Options& opt = Options{}) {
+        Plan pl;
+        pl.init(p, q, V, n, Drafter::Wor);
+        DualWorkspace ws;
+        const DualResult dr = dual_prefix(p, q, V, n, Scheme::Wor, WorMethod::Auto, ws);
+        pl.alpha_star = dr.alpha;
+        const std::vector<int32_t> sup = ws.order;  // supp q by ascending p/q; H* = its first k_star
+        const int64_t K = static_cast<int64_t>(sup.size()), ks = dr.k_star;
+        split_at(pl, sup, ks);
+        const int64_t tuples = ordered_tuples(K, n, kMaxOrdered);
+        if (ks <= kMaxSystem && K - ks <= kMaxSystem && tuples <= kMaxOrdered) {
+            run_exact(pl, p, q, n, sup, ks);
+            return pl;
+        }
+        run_route(pl, p, q, n, sup, ks, opt, 0, false);
+        // A second run for the row (k_in tokens inner, prefix-event heads of `head` tokens, 0: the
+        // default), kept if it accepts more.
+        auto run_again = [&](int64_t k_in, int64_t head) {
+            Plan alt;
+            alt.init(p, q, V, n, Drafter::Wor);
+            alt.alpha_star = pl.alpha_star;
+            split_at(alt, sup, k_in);
+            run_route(alt, p, q, n, sup, k_in, opt, head, true);
+            if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
+        };
+        if (pl.alpha_star - pl.alpha_plan > opt.certify_tol && ks < K) run_again(K, 0);  // no split
+        const double short_by = pl.alpha_star - pl.alpha_plan;
+        if (short_by > opt.certify_tol && short_by <= opt.last_resort_gap) run_again(ks, opt.last_resort_head);
+        // "optimal" means optimal: a row the route does not certify is refused under Strict.
+        if (policy == Policy::Strict && pl.alpha_star - pl.alpha_plan > opt.certify_tol)
+            throw std::domain_error(
+                "scheme: 'optimal' for 'wor' drafts at this support size (" + std::to_string(ks) +
+                " tokens in H*, " + std::to_string(K - ks) + " outside) reaches acceptance " +
+                std::to_string(pl.alpha_plan) + ", below alpha*_wor = " + std::to_string(pl.alpha_star) +
+                " by " + fmt_g(pl.alpha_star - pl.alpha_plan) +
+                ": its greedy parts met a tight-set event they do not handle (exact-matching rows); "
+                "refused rather than called optimal (docs/theory.md §15.3)");
+        return pl;
+    }
+
+    static void walk(const Plan& pl, const int32_t* t, SampleVisitor& vis) { wor::walk(pl, t, vis); }
+    static void walk(const Plan& pl, const int32_t* t, LawVisitor& vis) { wor::walk(pl, t, vis); }
+    static double exact(const Plan& pl, double /*budget*/) { return pl.alpha_plan; }
+};
+
+}  // namespace mdsd::verif::wor
