@@ -526,7 +526,7 @@ def _run_units(units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: i
 
             with Client(scheduler) as client:
                 futures = client.map(compute_unit, units, cfg=cfg, out_dir=out_dir, pure=False)
-                of = {fut.key: u for fut, u in zip(futures, units)}
+                of = {fut.key: u for fut, u in zip(futures, units, strict=True)}
                 for fut in as_completed(futures):
                     fut.result()
                     bar.update(of[fut.key])
