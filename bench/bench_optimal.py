@@ -32,8 +32,9 @@ import os
 import statistics
 import time
 
-import mdsd_fast as mf
 import numpy as np
+
+import mdsd_fast as mf
 from mdsd_fast import _core
 
 V = 49_152

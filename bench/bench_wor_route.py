@@ -159,7 +159,7 @@ def main() -> int:
     wall = time.perf_counter() - t_all
 
     step = f"every {args.step}th" if args.step > 0 else "none"
-    print(f"## wor route (\"sweep\", scheme \"wor\") prepare time, one thread, V = 49,152\n")
+    print("## wor route (\"sweep\", scheme \"wor\") prepare time, one thread, V = 49,152\n")
     print(f"shipped: {step}; held-out: {args.heldout} rows of seed {args.seed} from index {args.start}; "
           f"knobs: {knobs or 'defaults'}; budget: {args.budget}; certified = alpha*_wor - acceptance <= {CERT_TOL:g}; "
           f"whole run {wall:.0f} s\n")
@@ -180,7 +180,7 @@ def main() -> int:
                   f"{s['max_ms']:.1f} | {s['max_cpu_ms']:.1f} | {s['total_s']:.1f} | {s['certified']} "
                   f"({100 * s['certified'] / s['rows']:.0f} %) | {s['mean_gap']:.1e} | {s['max_gap']:.1e} |{ob}")
 
-    print(f"\n## slowest rows (wall ms)\n")
+    print("\n## slowest rows (wall ms)\n")
     print("| rows | n | row | ms | cpu ms | gap | Σmin(p,q) | H(p) |")
     print("|---|---|---|---|---|---|---|---|")
     for kind, _ in sets:
@@ -190,7 +190,7 @@ def main() -> int:
                   f"{r['overlap']:.2f} | {r['entropy_p']:.2f} |")
 
     if args.per_row == "all":
-        print(f"\n## every row\n")
+        print("\n## every row\n")
         print("| rows | n | row | ms | cpu ms | certified | gap |")
         print("|---|---|---|---|---|---|---|")
         for r in recs:

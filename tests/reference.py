@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import Iterable
+from collections.abc import Iterable
 
 import numpy as np
 

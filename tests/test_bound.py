@@ -27,7 +27,7 @@ CASES = _cases(600, 20261130)
 
 def test_random_cases_dual_lp_bruteforce() -> None:
     """>= 500 random small cases: dual == LP == brute force (2^V subsets) within 1e-9, all three schemes."""
-    checked = {s: 0 for s in SCHEMES}
+    checked = dict.fromkeys(SCHEMES, 0)
     worst = 0.0
     for p, q, n in CASES:
         support = int(np.count_nonzero(q))
@@ -95,7 +95,7 @@ WORKED = {
 def test_worked_examples(case: str, method: str) -> None:
     p, q, table = WORKED[case]
     for n, expected in table.items():
-        for scheme, want in zip(SCHEMES, expected):
+        for scheme, want in zip(SCHEMES, expected, strict=True):
             got = mf.optimal_acceptance(np.array(p), np.array(q), n, scheme, method=method)
             assert got == pytest.approx(want, abs=1e-6), (case, n, scheme)
         # n = 1 is single-draft speculative sampling for every scheme.
@@ -122,7 +122,7 @@ def test_invariants_large(V: int) -> None:
     rng = np.random.default_rng(V)
     p, q = _llm_like(rng, V)
     sd = float(np.minimum(p, q).sum())
-    prev = {s: 0.0 for s in SCHEMES}
+    prev = dict.fromkeys(SCHEMES, 0.0)
     for n in range(1, 9):
         a = {s: mf.optimal_acceptance(p, q, n, s) for s in SCHEMES}
         for s in SCHEMES:

@@ -4,7 +4,8 @@ results; seeded simulation is reproducible across thread counts (inner and outer
 from __future__ import annotations
 
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -52,7 +53,7 @@ def _lp(res: Any) -> tuple[Any, ...]:
 
 def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (tuple, list)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, np.ndarray):
         return a.dtype == np.asarray(b).dtype and np.array_equal(a, b)
     return bool(a == b)
@@ -123,7 +124,7 @@ def test_seeded_simulation_independent_of_thread_count(name: str, scheme: str | 
     ref = mf.simulate(name, Pm, Qm, n, 9000, rng=5, scheme=scheme, threads=1)
     for threads in (2, 3, 8, 64):
         got = mf.simulate(name, Pm, Qm, n, 9000, rng=5, scheme=scheme, threads=threads)
-        for x, y in zip(got, ref):
+        for x, y in zip(got, ref, strict=True):
             assert np.array_equal(x, y), (name, threads)
     est1 = mf.acceptance(name, Pm, Qm, n, exact=False, samples=9000, rng=5, scheme=scheme, threads=1)
     est8 = mf.acceptance(name, Pm, Qm, n, exact=False, samples=9000, rng=5, scheme=scheme, threads=8)

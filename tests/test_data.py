@@ -5,9 +5,10 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import mdsd_fast
 import numpy as np
 import pytest
+
+import mdsd_fast
 from mdsd_fast import optimal_acceptance
 from mdsd_fast.data import (
     MAX_QUANT_L1,
@@ -181,7 +182,7 @@ def test_chunks_sparse_equals_dense():
     dense = list(ds.iter_chunks(4))
     sparse = list(ds.iter_chunks(4, sparse=True))
     assert [len(c.rows) for c in dense] == [4, 4, 2]
-    for dc, sc in zip(dense, sparse):
+    for dc, sc in zip(dense, sparse, strict=True):
         pd, qd = sc.dense()
         np.testing.assert_array_equal(pd, dc.p)
         np.testing.assert_array_equal(qd, dc.q)

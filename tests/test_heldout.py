@@ -29,8 +29,8 @@ import numpy as np
 import pytest
 
 import mdsd_fast as mf
-from mdsd_fast import _core
 from heldout import heldout_rows
+from mdsd_fast import _core
 
 SEED, ROWS, NS = 0, 20, (2, 4)
 CERT_TOL = 1e-9

@@ -7,7 +7,8 @@ simulate, verify. Strided and reversed views must give the same numbers as conti
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -238,16 +239,16 @@ def test_layouts_give_identical_numbers(dtype: type) -> None:
     for name, (Pl, Ql) in {k: (v, _layouts(Qm)[k]) for k, v in _layouts(Pm).items()}.items():
         a, H = mf.optimal_acceptance(Pl, Ql, 3, "iid", return_certificate=True)
         assert np.array_equal(a, ref["iid"][0]), name
-        assert all(np.array_equal(x, y) for x, y in zip(H, ref["iid"][1])), name
+        assert all(np.array_equal(x, y) for x, y in zip(H, ref["iid"][1], strict=True)), name
         assert np.array_equal(mf.optimal_acceptance(Pl, Ql, 4, "wor"), ref["wor"]), name
         assert np.array_equal(mf.optimal_acceptance(Pl, Ql, 3, "greedy"), ref["greedy"]), name
         assert np.array_equal(mf.acceptance("rrs", Pl, Ql, 3), ref["rrs"]), name
         sim = mf.simulate("kseq", Pl, Ql, 2, 500, rng=1)
-        for x, y in zip(sim, ref["sim"]):
+        for x, y in zip(sim, ref["sim"], strict=True):
             assert np.array_equal(x, y), name
         assert mf.solve_lp(Pl[0], Ql[0], 2, "wor").alpha == ref["lp"], name
         drafts = np.tile([1, 2], (5, 1))[:, ::-1][:, ::-1]  # a non-contiguous view of the same drafts
-        for x, y in zip(mf.verify("rrs", Pl, Ql, drafts, rng=3), ref["verify"]):
+        for x, y in zip(mf.verify("rrs", Pl, Ql, drafts, rng=3), ref["verify"], strict=True):
             assert np.array_equal(x, y), name
 
 

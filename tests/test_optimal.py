@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import math
 
-import mdsd_fast as mf
 import numpy as np
 import pytest
+
+import mdsd_fast as mf
 from mdsd_fast.verifiers import _prepare
 from reference import random_case, tuple_law
 from test_verifiers_stats import chi2_pvalue, chi2_sf

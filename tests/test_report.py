@@ -87,7 +87,7 @@ def test_csv_and_json_round_trip(shards: Path, tmp_path: Path) -> None:
     assert back.findings == rep.findings
     rows = GapReport.read_csv(rep.to_csv(tmp_path / "r.csv"))
     assert len(rows) == len(rep.records)
-    for a, b in zip(rows, rep.records):
+    for a, b in zip(rows, rep.records, strict=True):
         for k in GapReport.COLUMNS:
             va, vb = a[k], b[k]
             if isinstance(vb, float) and math.isnan(vb):

@@ -111,7 +111,7 @@ def _exact_law_check(name: str, cases, scheme: str) -> tuple[float, float]:
     worst_law, worst_alpha = 0.0, 0.0
     for p, q, n in cases:
         batch, _ = _prepare(name, p, q, n, None if name != "optimal-lp" else scheme, 1)
-        tuples, probs = zip(*scheme_tuples(q, n, scheme))
+        tuples, probs = zip(*scheme_tuples(q, n, scheme), strict=True)
         T = np.array(tuples, dtype=np.int64).reshape(len(tuples), n)
         Q = np.array(probs)
         assert abs(Q.sum() - 1.0) < 1e-12
@@ -162,7 +162,7 @@ def test_law_check_has_power(name: str) -> None:
     n = mf.verifiers[name].fixed_n or 3
     scheme = mf.verifiers[name].scheme
     batch, _ = _prepare(name, p, q, n, None, 1)
-    tuples, probs = zip(*scheme_tuples(q, n, scheme))
+    tuples, probs = zip(*scheme_tuples(q, n, scheme), strict=True)
     T = np.array(tuples, dtype=np.int64)
     good = np.array(probs) @ batch.law(T)
     bad = np.array(probs) @ batch.law(T, naive_residual=True)
@@ -348,7 +348,7 @@ def test_same_seed_same_result_any_threads() -> None:
         a = mf.simulate(name, p, q, 3, 20_000, rng=123, threads=1)
         b = mf.simulate(name, p, q, 3, 20_000, rng=123, threads=2)
         c = mf.simulate(name, p, q, 3, 20_000, rng=124, threads=2)
-        for x, y in zip(a, b):
+        for x, y in zip(a, b, strict=True):
             np.testing.assert_array_equal(x, y)
         assert not np.array_equal(a.tokens, c.tokens)
     g = np.random.default_rng(3)

@@ -37,7 +37,7 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
     recs = [r for r in rep.records if r["domain"] != "all"]  # the pooled rows would count twice
     schemes = sorted({r["scheme"] for r in recs}, key=["iid", "wor", "greedy"].index)
     drafts = sorted({r["draft"] for r in recs})
-    methods = [m for m in dict.fromkeys(r["method"] for r in recs if r["kind"] == "verifier")]
+    methods = list(dict.fromkeys(r["method"] for r in recs if r["kind"] == "verifier"))
     ns = sorted({r["n"] for r in recs})
     files = []
 

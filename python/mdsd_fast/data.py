@@ -756,6 +756,11 @@ def _fixed_decode(planes: NDArray[np.uint8], exps: NDArray[np.int64], offsets: N
     return np.ldexp(k.astype(np.float64), -e).astype(np.float32)
 
 
+def _cat(xs: Sequence[NDArray[Any]], dtype: Any) -> NDArray[Any]:
+    """The arrays end to end as ``dtype`` (an empty array of that dtype for no arrays)."""
+    return np.concatenate(xs).astype(dtype) if xs else np.zeros(0, dtype)
+
+
 class DatasetBuilder:
     """Accumulates contexts (one target distribution and the drafts' distributions for one prefix)
     and builds an :class:`LMDataset`, keeping per distribution the tokens carrying all but
@@ -813,13 +818,12 @@ class DatasetBuilder:
         C, D = len(self._ctx), len(self.draft_names)
         lens = np.array([t.size for t in self._tokens], dtype=np.int64)
         ctx_offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        cat = (lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt))
-        q_values = cat([blk[d] for blk in self._q for d in range(D)], np.float64)
+        q_values = _cat([blk[d] for blk in self._q for d in range(D)], np.float64)
         return LMDataset(
             vocab_size=self.vocab_size,
             ctx_offsets=ctx_offsets,
-            token_ids=cat(self._tokens, np.int64),
-            p_values=cat(self._p, np.float64),
+            token_ids=_cat(self._tokens, np.int64),
+            p_values=_cat(self._p, np.float64),
             p_trunc=np.array(self._p_trunc, dtype=np.float64),
             row_ctx=np.repeat(np.arange(C, dtype=np.int64), D),
             row_draft=np.tile(np.arange(D, dtype=np.int64), C),
@@ -885,16 +889,15 @@ def from_arrays(
         if prompts.setdefault(pid, dom) != dom:
             raise ValueError(f"prompt_id {pid!r} given two domains")
         ctx_prompt.append(list(prompts).index(pid))
-    cat = lambda xs, dt: np.concatenate(xs).astype(dt) if xs else np.zeros(0, dt)
     return LMDataset(
         vocab_size=V,
         ctx_offsets=np.concatenate([[0], np.cumsum(lens)]).astype(np.int64),
-        token_ids=cat(tokens, np.int64),
-        p_values=cat(pv, vdtype),
+        token_ids=_cat(tokens, np.int64),
+        p_values=_cat(pv, vdtype),
         p_trunc=np.zeros(B),
         row_ctx=np.arange(B, dtype=np.int64),
         row_draft=np.array(row_draft, dtype=np.int64),
-        q_values=cat(qv, vdtype),
+        q_values=_cat(qv, vdtype),
         q_trunc=np.zeros(B),
         ctx_prompt=np.array(ctx_prompt, dtype=np.int64),
         ctx_temperature=np.array([float(m.get("temperature", np.nan)) for m in meta], dtype=np.float64),

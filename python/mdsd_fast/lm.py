@@ -285,7 +285,7 @@ def generate(model: Any, input_ids: Sequence[int], temperature: float, max_new_t
     import inspect
 
     gen = torch.Generator().manual_seed(int(seed))
-    eos = set(int(e) for e in eos_ids)
+    eos = {int(e) for e in eos_ids}
     params = inspect.signature(model.forward).parameters
     cache_kw = "cache" if "cache" in params else "past_key_values"
     ids = torch.tensor(list(input_ids), dtype=torch.long)[None, :]

@@ -518,12 +518,13 @@ def _run_units(units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: i
 
             with Client(scheduler) as client:
                 futures = client.map(compute_unit, units, cfg=cfg, out_dir=out_dir, pure=False)
-                of = {fut.key: u for fut, u in zip(futures, units)}
+                of = {fut.key: u for fut, u in zip(futures, units, strict=True)}
                 for fut in as_completed(futures):
                     fut.result()
                     bar.update(of[fut.key])
         elif workers > 1:
-            from concurrent.futures import ProcessPoolExecutor, as_completed as done
+            from concurrent.futures import ProcessPoolExecutor
+            from concurrent.futures import as_completed as done
 
             with ProcessPoolExecutor(max_workers=workers) as pool:
                 futs = {pool.submit(compute_unit, u, cfg, out_dir): u for u in units}
@@ -746,7 +747,7 @@ def gap_report(
         highs_version = ""
     metadata = dict(
         mdsd_fast=__version__, numpy=np.__version__, highspy=highs_version, dataset=sources or ["shipped"],
-        config={k: v for k, v in cfg.__dict__.items()}, units=len(units), units_computed=len(todo),
+        config=dict(cfg.__dict__), units=len(units), units_computed=len(todo),
         units_reused=len(units) - len(todo), recompute_reasons=reasons,
         command=command or "", seconds=round(time.perf_counter() - t0, 3),
         confidence="95% normal interval over positions; * = simulated acceptance",
@@ -762,4 +763,3 @@ def iter_records(rep: GapReport, **match: Any) -> Iterable[dict[str, Any]]:
     for r in rep.records:
         if all(r.get(k) == v for k, v in match.items()):
             yield r
-

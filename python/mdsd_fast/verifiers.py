@@ -27,8 +27,9 @@ seed gives the same result on any number of threads.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Literal, Mapping, NamedTuple, cast
+from typing import Any, Literal, NamedTuple, cast
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -221,10 +222,10 @@ class SpecHub(Verifier):
 
 
 class GreedyOptimal(Verifier):
-    """``greedy``: the optimal verifier for greedy drafts (THEORY.md §5, §8.6).
+    r"""``greedy``: the optimal verifier for greedy drafts (THEORY.md §5, §8.6).
 
     Scheme "greedy": T = the n-1 most probable tokens of q (ties: lower id) plus one draft
-    X ~ q~ = q renormalised over V \\ T. Accept X with probability min(1, p(X)/q~(X)); otherwise
+    X ~ q~ = q renormalised over V \ T. Accept X with probability min(1, p(X)/q~(X)); otherwise
     output Y ~ r, r ∝ p on T and (p - q~)_+ off T (an output in T is a draft). Acceptance
     p(T) + sum_{x not in T} min(p(x), q~(x)) = alpha*_greedy, in O(V) with no solver.
 
