@@ -22,8 +22,9 @@ and max gap, per (set, n)), the slowest rows, and -- unless --per-row none -- ev
 that "max time <= budget + overhead" can be checked row by row once the verifier takes a budget.
 Progress goes to stderr. --json writes every row and the summary.
 
-Budget: the verifier has no per-row work budget yet. --budget is parsed and recorded, and
-``prepare()`` below is the one place to pass it on (see "BUDGET"). Until then --budget is refused.
+Budget: --budget is the route's work budget per row in grid operations (default: the package's
+``mf.WOR_WORK_BUDGET``); each row also records the work it spent and whether the budget ran out
+(``VerifierBatch.route()``), and the summary gives the largest work over the budget.
 """
 
 from __future__ import annotations
@@ -46,14 +47,11 @@ from heldout import describe, heldout_rows  # noqa: E402
 
 CERT_TOL = 1e-9
 EXACT_BUDGET = 2e8
-BUDGET_SUPPORTED = False  # BUDGET: set True together with the line in prepare()
 
 
 def prepare(p2: np.ndarray, q2: np.ndarray, n: int, budget: float | None) -> Any:
     """The timed call: the keep-policy ("sweep") without-replacement verifier for one row."""
-    # ---- BUDGET: when VerifierBatch takes a per-row work budget, pass it here (one line), e.g.
-    # return _core.VerifierBatch("sweep", p2, q2, n, "wor", None, 1, budget=budget)
-    return _core.VerifierBatch("sweep", p2, q2, n, "wor", None, 1)
+    return _core.VerifierBatch("sweep", p2, q2, n, "wor", None, 1, mf.WOR_WORK_BUDGET if budget is None else budget)
 
 
 def measure_row(p: np.ndarray, q: np.ndarray, n: int, budget: float | None) -> dict[str, Any]:
@@ -67,8 +65,10 @@ def measure_row(p: np.ndarray, q: np.ndarray, n: int, budget: float | None) -> d
     acc = float(b.exact(EXACT_BUDGET, 1)[0])
     star = float(mf.optimal_acceptance(p, q, n, "wor", threads=1))
     gap = star - acc
+    route = b.route()
     return {"n": n, "ms": wall, "cpu_ms": cpu, "acceptance": acc, "alpha_star": star, "gap": gap,
-            "certified": bool(gap <= CERT_TOL)}
+            "certified": bool(gap <= CERT_TOL), "work": float(route["work"][0]),
+            "out_of_budget": bool(route["out_of_budget"][0]), "order": route["best_order_name"][0]}
 
 
 def shipped_rows(step: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
@@ -117,8 +117,9 @@ def summarise(recs: list[dict[str, Any]], budget: float | None) -> dict[str, Any
          "max_cpu_ms": float(max(r["cpu_ms"] for r in recs)), "total_s": float(ms.sum() / 1e3),
          "certified": int(sum(r["certified"] for r in recs)), "mean_gap": float(gaps.mean()),
          "max_gap": float(gaps.max())}
-    if budget is not None:  # BUDGET: budget read as ms here; change if it counts work units
-        s["over_budget"] = int((ms > budget).sum())
+    b = mf.WOR_WORK_BUDGET if budget is None else budget
+    s["out_of_budget"] = int(sum(r["out_of_budget"] for r in recs))
+    s["max_work_over_budget"] = float(max(max(r["work"] - b, 0.0) for r in recs))
     return s
 
 
@@ -130,7 +131,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="held-out seed (default 0)")
     ap.add_argument("--start", type=int, default=0, help="first held-out row index (default 0)")
     ap.add_argument("--knobs", default="{}", help="JSON dict of heldout_rows knobs, e.g. '{\"store_tau\": 1e-6}'")
-    ap.add_argument("--budget", type=float, default=None, help="per-row work budget (not supported yet)")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="per-row work budget in grid operations (default: mf.WOR_WORK_BUDGET)")
     ap.add_argument("--per-row", choices=("all", "none"), default="all", help="print every row's time")
     ap.add_argument("--slowest", type=int, default=10, help="how many slowest rows to list (default 10)")
     ap.add_argument("--json", default=None, metavar="OUT")
@@ -140,8 +142,6 @@ def main() -> int:
     for key in ("zipf", "noise", "temperatures", "top_ks", "mismatches"):
         if key in knobs:
             knobs[key] = tuple(knobs[key])
-    if args.budget is not None and not BUDGET_SUPPORTED:
-        ap.error("--budget: the verifier takes no budget yet; pass it on in prepare() (marked BUDGET)")
 
     # warm-up: first-call costs (imports, page faults of the workspace) stay out of the first row
     w = np.full(64, 1 / 64)
@@ -161,11 +161,12 @@ def main() -> int:
     step = f"every {args.step}th" if args.step > 0 else "none"
     print("## wor route (\"sweep\", scheme \"wor\") prepare time, one thread, V = 49,152\n")
     print(f"shipped: {step}; held-out: {args.heldout} rows of seed {args.seed} from index {args.start}; "
-          f"knobs: {knobs or 'defaults'}; budget: {args.budget}; certified = alpha*_wor - acceptance <= {CERT_TOL:g}; "
+          f"knobs: {knobs or 'defaults'}; work budget: {mf.WOR_WORK_BUDGET if args.budget is None else args.budget:g} "
+          f"grid operations; certified = alpha*_wor - acceptance <= {CERT_TOL:g}; "
           f"whole run {wall:.0f} s\n")
-    extra = " over budget |" if args.budget is not None else ""
-    print(f"| rows | n | count | median ms | p90 | p99 | max | max cpu ms | total s | certified | mean gap | max gap |{extra}")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if extra else ""))
+    print("| rows | n | count | median ms | p90 | p99 | max | max cpu ms | total s | certified | mean gap | max gap "
+          "| out of budget | max work over budget |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     summary = []
     for kind, _ in sets:
         for n in ns:
@@ -175,7 +176,7 @@ def main() -> int:
             s = summarise(rs, args.budget)
             s.update(set=kind, n=n)
             summary.append(s)
-            ob = f" {s['over_budget']} |" if extra else ""
+            ob = f" {s['out_of_budget']} | {s['max_work_over_budget']:.2g} |"
             print(f"| {kind} | {n} | {s['rows']} | {s['median_ms']:.1f} | {s['p90_ms']:.1f} | {s['p99_ms']:.1f} | "
                   f"{s['max_ms']:.1f} | {s['max_cpu_ms']:.1f} | {s['total_s']:.1f} | {s['certified']} "
                   f"({100 * s['certified'] / s['rows']:.0f} %) | {s['mean_gap']:.1e} | {s['max_gap']:.1e} |{ob}")

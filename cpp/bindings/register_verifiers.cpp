@@ -1,4 +1,4 @@
-// Bindings for the verifiers (THEORY §8): exact acceptance, simulation, verification of given
+// Bindings for the verifiers (docs/theory.md §8): exact acceptance, simulation, verification of given
 // drafts and the exact conditional output law. Inputs arrive validated and normalised from
 // python/mdsd_fast/verifiers.py; every loop runs without the GIL.
 #include <pybind11/numpy.h>
@@ -116,13 +116,14 @@ class VerifierBatch {
     // What the without-replacement route did with each row: work spent, whether the budget ran
     // out, the inner order of the kept plan, orders run, alpha* and the plan's acceptance.
     py::dict route() const {
-        py::array_t<double> work(B_), star(B_), plan(B_);
+        py::array_t<double> work(B_), work_outer(B_), star(B_), plan(B_);
         py::array_t<bool> out(B_);
         py::array_t<int64_t> order(B_), runs(B_);
         py::list names;
         for (int64_t r = 0; r < B_; ++r) {
             const v::wor::Report* rep = rows_[r]->route();
             work.mutable_data()[r] = rep ? rep->work : 0.0;
+            work_outer.mutable_data()[r] = rep ? rep->work_outer : 0.0;
             out.mutable_data()[r] = rep ? rep->out_of_budget : false;
             order.mutable_data()[r] = rep ? rep->best_order : -1;
             runs.mutable_data()[r] = rep ? rep->orders_run : 0;
@@ -132,6 +133,7 @@ class VerifierBatch {
         }
         py::dict d;
         d["work"] = work;
+        d["work_outer"] = work_outer;
         d["out_of_budget"] = out;
         d["best_order"] = order;
         d["best_order_name"] = names;

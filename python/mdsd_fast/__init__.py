@@ -25,10 +25,10 @@ load_dataset(path=None)
 
 from __future__ import annotations
 
+from . import limits
 from ._core import __version__ as _core_version
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
 from .data import LMDataset, from_arrays, load_dataset
-from . import limits
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,

@@ -71,7 +71,7 @@ class VerifierBatch:
     """
     One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).
     """
-    def __init__(self, name: str, p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, lp: typing.Any = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, budget: typing.SupportsFloat | typing.SupportsIndex = 60000000.0) -> None:
+    def __init__(self, name: str, p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, lp: typing.Any = None, threads: typing.SupportsInt | typing.SupportsIndex = 0, budget: typing.SupportsFloat | typing.SupportsIndex = 40000000.0) -> None:
         ...
     def route(self) -> dict:
         """

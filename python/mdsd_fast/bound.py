@@ -1,7 +1,7 @@
 """The optimal acceptance rate alpha* and the LP that certifies it.
 
 ``optimal_acceptance`` computes alpha* by the fast dual (the sorted-prefix scan of the C++ core,
-THEORY.md §4) or by the flow LP over draft sets solved with HiGHS (``solve_lp``, THEORY.md §7).
+docs/theory.md §4) or by the flow LP over draft sets solved with HiGHS (``solve_lp``, docs/theory.md §7).
 This is the only module that talks to highspy.
 """
 
@@ -57,7 +57,7 @@ class SolverError(RuntimeError):
 
 @dataclass(frozen=True)
 class LPResult:
-    """Optimal solution of the flow LP over draft sets (THEORY.md §7.2).
+    """Optimal solution of the flow LP over draft sets (docs/theory.md §7.2).
 
     The accepted flow of draft set ``s`` is ``flows[set_ptr[s]:set_ptr[s+1]]``, the mass accepted on
     each of its tokens ``set_tokens[set_ptr[s]:set_ptr[s+1]]``; the set has probability
@@ -345,7 +345,7 @@ def optimal_acceptance(
 ) -> Any:
     """Optimal acceptance rate alpha* of n drafts under a draft sampling scheme.
 
-    alpha* is the highest acceptance rate any lossless verifier can reach (THEORY.md §3):
+    alpha* is the highest acceptance rate any lossless verifier can reach (docs/theory.md §3):
     ``alpha* = 1 + min_H [p(H) - Pr[all drafts in H]]``.
 
     Parameters

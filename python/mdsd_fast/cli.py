@@ -15,7 +15,7 @@ from ._validate import Scheme
 from .bound import optimal_acceptance, solve_lp
 from .report import DEFAULT_VERIFIERS
 
-# The worked examples of THEORY.md §10 (p, q).
+# The worked examples of docs/theory.md §10 (p, q).
 EXAMPLES: dict[str, tuple[list[float], list[float]]] = {
     "A": ([1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 6, 1 / 2]),
     "B": ([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]),
@@ -28,7 +28,7 @@ EXAMPLES: dict[str, tuple[list[float], list[float]]] = {
 
 def _demo(args: argparse.Namespace) -> int:
     schemes: tuple[Scheme, ...] = ("iid", "wor", "greedy")
-    print(f"mdsd_fast {__version__}: optimal acceptance alpha* on the worked examples (THEORY.md §10)")
+    print(f"mdsd_fast {__version__}: optimal acceptance alpha* on the worked examples (docs/theory.md §10)")
     print("Each value is computed by the sorted-prefix dual and checked against the HiGHS flow LP.\n")
     print("| case | n | " + " | ".join(f"alpha*_{s}" for s in schemes) + " | dual == LP |")
     print("|---|---|" + "---|" * len(schemes) + "---|")
@@ -93,6 +93,14 @@ def _add_report_parser(sub: Any) -> None:
     rp.add_argument("--out", default="mdsd_report", help="output directory (default ./mdsd_report)")
     rp.add_argument("--simulate", action="store_true", help="simulate every verifier instead of exact acceptance")
     rp.add_argument("--samples", type=int, default=4000, help="simulated steps per position (default 4000)")
+    rp.add_argument(
+        "--wor-budget",
+        type=float,
+        default=None,
+        metavar="OPS",
+        help="work budget per position of the without-replacement optimal verifier ('sweep'), in grid "
+        "operations (default: mdsd_fast.WOR_WORK_BUDGET); a larger budget certifies more positions, slower",
+    )
     rp.add_argument("--seed", type=int, default=0)
     rp.add_argument("--gamma", type=int, default=4, help="drafted positions per target call (default 4)")
     rp.add_argument("--resume", action="store_true",
@@ -119,6 +127,7 @@ def _report(args: argparse.Namespace) -> int:
         temperatures=_csv_list(float, args.temperatures) if args.temperatures else None,
         exact=not args.simulate,
         samples=args.samples,
+        wor_work_budget=args.wor_budget,
         seed=args.seed,
         gamma=args.gamma,
         threads=1 if (args.workers > 1 or args.scheduler) else None,

@@ -6,8 +6,8 @@ boundary checks its inputs against these same numbers, so an error names the lim
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
 from . import _core
 

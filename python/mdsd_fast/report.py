@@ -36,11 +36,12 @@ from typing import Any, cast
 import numpy as np
 from numpy.typing import NDArray
 
-from . import __version__
-from ._validate import Scheme
-from .bound import TooLargeError, optimal_acceptance
+from . import __version__, _core
+from ._validate import Scheme, as_pair, check_threads
+from .bound import TooLargeError
 from .data import LMDataset, default_dataset_path, from_arrays, load_dataset
-from .verifiers import VerifierName, acceptance, verifiers
+from .limits import REPORT_MAX_N
+from .verifiers import VerifierName, _acceptance_rows, verifiers
 
 __all__ = ["ReportConfig", "GapReport", "gap_report", "expected_tokens", "DEFAULT_VERIFIERS"]
 
@@ -76,6 +77,8 @@ class ReportConfig:
     temperatures: tuple[float, ...] | None = None
     exact: bool = True  #: exact acceptance where affordable; False = simulate every verifier
     samples: int = 4000  #: simulated steps per position when simulating
+    #: work budget per position of the wor route of "optimal" / "sweep" (None: WOR_WORK_BUDGET)
+    wor_work_budget: float | None = None
     seed: int = 0
     gamma: int = 4
     threads: int | None = None  #: C++ threads per unit (None = all cores)
@@ -85,8 +88,8 @@ class ReportConfig:
             if s not in ("iid", "wor", "greedy"):
                 raise ValueError(f"schemes: unknown scheme {s!r} (expected iid, wor, greedy)")
         for n in self.ns:
-            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= 8:
-                raise ValueError(f"ns: every n must be an integer in 1..8, got {n!r}")
+            if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= REPORT_MAX_N:
+                raise ValueError(f"ns: every n must be an integer in 1..{REPORT_MAX_N}, got {n!r}")
         for v in self.verifiers:
             if v not in verifiers:
                 raise ValueError(f"verifiers: unknown verifier {v!r} (known: {', '.join(verifiers)})")
@@ -94,6 +97,9 @@ class ReportConfig:
             raise ValueError(f"samples: need at least 100 simulated steps per position, got {self.samples}")
         if self.gamma < 1:
             raise ValueError(f"gamma: must be >= 1, got {self.gamma}")
+        b = self.wor_work_budget
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < math.inf):
+            raise ValueError(f"wor_work_budget: expected a positive number of grid operations or None, got {b!r}")
 
     def fingerprint(self) -> str:
         d = {k: v for k, v in self.__dict__.items() if k not in ("threads", "gamma")}
@@ -235,7 +241,7 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     The shard's metadata holds the unit's resume key (see :func:`_resume_key`)."""
     digest = _source_digest(unit.source)
     ds = _unit_rows(_open_source(unit.source, digest), unit)
-    p, q = ds.dense(np.float64)
+    p, q, _ = as_pair(*ds.dense(np.float64))  # validated once for every alpha* and verifier below
     keep = np.ones(len(ds), dtype=bool)
     arrays: dict[str, NDArray[Any]] = {}
     for s, n in cfg.pairs():
@@ -244,7 +250,7 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         a = np.full(len(ds), np.nan)
         if ok.any():
             scheme = cast(Scheme, s)  # __post_init__ checked every scheme
-            a[ok] = optimal_acceptance(p[ok], q[ok], n, scheme, threads=cfg.threads)
+            a[ok] = _core.dual_batch(p[ok], q[ok], n, scheme, "auto", False, check_threads(cfg.threads))[0]
         arrays[f"alpha/{s}/{n}"] = a
     rng_seed = _unit_seed(cfg.seed, unit.key)
     for v, s, n in cfg.verifier_runs():
@@ -252,16 +258,18 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         kw: dict[str, Any] = {"threads": cfg.threads}
         if v in ("optimal-lp", "optimal", "sweep"):
             kw["scheme"] = s
+        if v in ("optimal", "sweep") and s == "wor":
+            kw["work_budget"] = cfg.wor_work_budget
         est = np.full(len(ds), np.nan)
         se = np.zeros(len(ds))
         exact = cfg.exact
         if exact:
             try:
-                est = np.asarray(acceptance(name, p, q, n, exact=True, **kw), dtype=np.float64).reshape(-1)
+                est = np.asarray(_acceptance_rows(name, p, q, n, exact=True, **kw), dtype=np.float64).reshape(-1)
             except TooLargeError:
                 exact = False
         if not exact:
-            e, s_err = acceptance(name, p, q, n, exact=False, samples=cfg.samples,
+            e, s_err = _acceptance_rows(name, p, q, n, exact=False, samples=cfg.samples,
                                   rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"), **kw)
             est = np.asarray(e, dtype=np.float64).reshape(-1)
             se = np.asarray(s_err, dtype=np.float64).reshape(-1)

@@ -1,7 +1,7 @@
 """Lossless multi-draft verifiers: exact acceptance, simulation, and verification of given drafts.
 
 A verifier takes n draft tokens, drawn by its draft scheme from the draft distribution q, and
-outputs one token whose law is exactly the target p (THEORY.md §8). Its acceptance rate is the
+outputs one token whose law is exactly the target p (docs/theory.md §8). Its acceptance rate is the
 probability that the output is one of the drafts. Every verifier runs in the C++ core; this module
 validates input, dispatches and formats.
 
@@ -35,9 +35,9 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from .limits import WOR_WORK_BUDGET
 from ._validate import Scheme, as_array, as_pair, check_bool, check_n, check_scheme, check_support, check_threads
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
+from .limits import WOR_WORK_BUDGET
 
 __all__ = [
     "Verifier",
@@ -134,7 +134,7 @@ class Verifier:
 
 
 class SpeculativeSampling(Verifier):
-    """``sd``: single-draft speculative sampling (THEORY.md §8.1).
+    """``sd``: single-draft speculative sampling (docs/theory.md §8.1).
 
     Scheme: one draft X ~ q (n = 1). Accept X with probability min(1, p(X)/q(X)); otherwise output
     Y ~ norm((p - q)_+). Acceptance sum_x min(p(x), q(x)) = 1 - TV(p, q), optimal for n = 1.
@@ -149,7 +149,7 @@ class SpeculativeSampling(Verifier):
 
 
 class RecursiveRejection(Verifier):
-    """``rrs``: recursive rejection sampling with replacement (THEORY.md §8.2).
+    """``rrs``: recursive rejection sampling with replacement (docs/theory.md §8.2).
 
     Scheme: n i.i.d. drafts from q. With p_1 = p, for i = 1..n accept X_i with probability
     min(1, p_i(X_i)/q(X_i)), else move to p_{i+1} = norm((p_i - q)_+); if every draft is
@@ -165,7 +165,7 @@ class RecursiveRejection(Verifier):
 
 
 class RecursiveRejectionWor(Verifier):
-    """``rrs-wor``: recursive rejection sampling without replacement (THEORY.md §8.3).
+    """``rrs-wor``: recursive rejection sampling without replacement (docs/theory.md §8.3).
 
     Scheme: n drafts without replacement (sequential; the Gumbel-top-n law). As "rrs", with
     q_i = q renormalised over the tokens not drafted before step i and p_{i+1} = norm((p_i - q_i)_+).
@@ -182,7 +182,7 @@ class RecursiveRejectionWor(Verifier):
 
 
 class KSeq(Verifier):
-    """``kseq``: K-SEQ of SpecTr with the optimal rho (THEORY.md §8.4).
+    """``kseq``: K-SEQ of SpecTr with the optimal rho (docs/theory.md §8.4).
 
     Scheme: n i.i.d. drafts from q. With beta(rho) = sum_x min(q(x), p(x)/rho) and rho* the
     smallest rho in [1, n] with 1 - (1 - beta)^n <= rho beta, accept each X_i in turn with
@@ -205,7 +205,7 @@ class KSeq(Verifier):
 
 
 class SpecHub(Verifier):
-    """``spechub``: SpecHub's verifier for its sparse pair law, n = 2 (THEORY.md §8.5).
+    """``spechub``: SpecHub's verifier for its sparse pair law, n = 2 (docs/theory.md §8.5).
 
     Scheme "spechub": the hub a = argmax q (lowest id on ties) is always drafted. The pair is
     (i, a) with probability q(i), or (a, i) with probability q(a) q(i)/(1 - q(a)), i != a; its set
@@ -222,7 +222,7 @@ class SpecHub(Verifier):
 
 
 class GreedyOptimal(Verifier):
-    r"""``greedy``: the optimal verifier for greedy drafts (THEORY.md §5, §8.6).
+    r"""``greedy``: the optimal verifier for greedy drafts (docs/theory.md §5, §8.6).
 
     Scheme "greedy": T = the n-1 most probable tokens of q (ties: lower id) plus one draft
     X ~ q~ = q renormalised over V \ T. Accept X with probability min(1, p(X)/q~(X)); otherwise
@@ -237,7 +237,7 @@ class GreedyOptimal(Verifier):
 
 
 class OptimalLP(Verifier):
-    """``optimal-lp``: the OT-optimal verifier read off the flow LP (THEORY.md §2.3, §8.8).
+    """``optimal-lp``: the OT-optimal verifier read off the flow LP (docs/theory.md §2.3, §8.8).
 
     Scheme: any of "iid" (default), "wor", "greedy" (``scheme=``). ``solve_lp`` gives the optimal
     accepted flow x(A, y) of every draft set A; a tuple maps to A = S(tuple) ∩ supp p and outputs
@@ -256,7 +256,7 @@ class OptimalLP(Verifier):
 
 
 class Optimal(Verifier):
-    """``optimal``: an optimal verifier without a solver (THEORY.md §3, §8.10).
+    """``optimal``: an optimal verifier without a solver (docs/theory.md §3, §8.10).
 
     Scheme: "iid" (default, ``scheme=``) at full vocabulary, or "wor". For "wor" the sweep is exact
     on supports small enough to enumerate (at most 12 tokens on each side of H* and 500,000 ordered
@@ -408,6 +408,13 @@ def _prepare(
     if not v.n_min <= n <= v.n_max:
         raise ValueError(f"n: verifier {v.name!r} handles {v.n_min} <= n <= {v.n_max} drafts, got n = {n}")
     p2, q2, batched = as_pair(p, q)
+    return _prepare_rows(v, sch, n, p2, q2, threads, work_budget), batched
+
+
+def _prepare_rows(
+    v: Verifier, sch: str, n: int, p2: NDArray[np.float64], q2: NDArray[np.float64], threads: Any, work_budget: Any
+) -> Any:
+    """The C++ verifier for every row of validated (B, V) arrays (as_pair's output)."""
     B = p2.shape[0]
     check_support("q", q2, n, "greedy" if sch == "spechub" else sch)
     lp = None
@@ -421,7 +428,29 @@ def _prepare(
                 raise TooLargeError(f"optimal-lp needs the flow LP of every position: {exc}") from None
             lp.append((res.set_ptr, res.set_tokens, res.flows, res.set_weights))
     budget = _work_budget(work_budget)
-    return _core.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget), batched
+    return _core.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget)
+
+
+def _acceptance_rows(
+    name: str,
+    p2: NDArray[np.float64],
+    q2: NDArray[np.float64],
+    n: int,
+    *,
+    exact: bool,
+    samples: int = 100_000,
+    rng: Any = None,
+    scheme: str | None = None,
+    threads: int | None = None,
+    work_budget: float | None = None,
+) -> Any:
+    """:func:`acceptance` on validated (B, V) arrays (``as_pair``'s output), for callers that
+    evaluate many verifiers on the same rows (the gap report): arrays of shape (B,)."""
+    v = _lookup(name)
+    batch = _prepare_rows(v, v.resolve_scheme(scheme), check_n(n), p2, q2, threads, work_budget)
+    if exact:
+        return batch.exact(EXACT_BUDGET, _threads(threads))
+    return batch.estimate(_samples(samples, minimum=1), _seed(rng), _threads(threads))
 
 
 def acceptance(

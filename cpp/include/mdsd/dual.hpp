@@ -1,4 +1,4 @@
-// The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (THEORY §3.2), solved by the
+// The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (docs/theory.md §3.2), solved by the
 // sorted-prefix scan for q-convex schemes (iid, wor; §4.2) and by the closed form for greedy (§5).
 // Every kernel reports the certificate H: the token set attaining the minimum.
 #pragma once
@@ -62,7 +62,7 @@ inline void greedy_top(const double* q, int64_t V, int n, std::vector<int32_t>& 
     std::sort(top.begin(), top.end());
 }
 
-// alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (THEORY §5)
+// alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (docs/theory.md §5)
 inline double dual_greedy(const double* p, const double* q, int64_t V, int n, std::vector<int64_t>* cert) {
     std::vector<int32_t> T;
     greedy_top(q, V, n, T);

@@ -26,7 +26,7 @@ constexpr int64_t kExactSweepTuples = 500000;
 constexpr int kWorRouteMaxN = 64;
 // Work budget per row of that route, in grid operations (verifiers/optimal_wor/budget.hpp): about
 // 0.2 s of one core at n <= 4, V = 49,152 on the reference machine (bench/README.md).
-constexpr double kWorWorkBudget = 6e7;
+constexpr double kWorWorkBudget = 4e7;
 // The gap report's n values (its verifiers and schemes at every n of the table).
 constexpr int kReportMaxN = 8;
 

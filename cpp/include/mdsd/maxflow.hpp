@@ -1,4 +1,4 @@
-// Native exact max-flow on the draft-set network (THEORY §2.2), in float64:
+// Native exact max-flow on the draft-set network (docs/theory.md §2.2), in float64:
 //   source -> set A (capacity w_A) -> token y in A (capacity inf) -> sink (capacity p_y).
 //
 // BipartiteFlow is FIFO push-relabel with global relabelling for any network of this shape
@@ -8,7 +8,7 @@
 //   * no integer scaling (OR-Tools needs capacities * 2^40): pushes move doubles exactly and
 //     saturating pushes set the flow to the capacity exactly.
 //
-// With a certificate H (the sorted-prefix H* of the dual, THEORY §8.10) complementary slackness
+// With a certificate H (the sorted-prefix H* of the dual, docs/theory.md §8.10) complementary slackness
 // splits the problem in two networks that both must be *saturated*, so no excess ever has to be
 // proven unroutable (that proof is where push-relabel spends its time on this network):
 //   outer: sets meeting A = V \ H send all their mass to their A tokens (left = sets);

@@ -13,7 +13,7 @@
 
 namespace mdsd::race {
 
-// Exponential-race integral (THEORY §4.4): Q_wor(H) = int_0^inf lam e^{-lam t} F_H(t) dt with
+// Exponential-race integral (docs/theory.md §4.4): Q_wor(H) = int_0^inf lam e^{-lam t} F_H(t) dt with
 // F_H(t) = Pr[at least n of the clocks in H rang by t]. We track, on a log-t grid, the Poisson-
 // binomial counts P[c](t) for c < n only, and integrate the complement
 //     Q = 1 - Ltail(lam) - h sum_g lam t_g e^{-lam t_g} Fbar(t_g),   Fbar = sum_{c<n} P[c],

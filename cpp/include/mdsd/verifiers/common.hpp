@@ -1,4 +1,4 @@
-// Pieces shared by every verifier (THEORY §8): samplers for fixed distributions, the draft
+// Pieces shared by every verifier (docs/theory.md §8): samplers for fixed distributions, the draft
 // samplers of each scheme, the ratio table behind the recursive-rejection residuals, and the two
 // visitors that run a verifier either as a sampler or as an exact output-law calculator.
 //
@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -164,13 +166,13 @@ inline int32_t draw_excluding(const Alias& a, const double* q, int64_t V, const 
     return last;
 }
 
-// The draft sampler of a scheme (THEORY §1), and the check that a user's tuple could come from it.
+// The draft sampler of a scheme (docs/theory.md §1), and the check that a user's tuple could come from it.
 struct Drafter {
     enum Kind { Iid, Wor, Greedy, Hub };
     Kind kind = Iid;
     int n = 1;
     int64_t V = 0;
-    Alias alias;
+    mutable Alias alias;  // built once by PlanBase::samplers()
     std::vector<int32_t> top;  // greedy: the top n-1 of q (sorted ids); hub: {argmax q}
 
     static const char* scheme_name(Kind k) {
@@ -182,11 +184,11 @@ struct Drafter {
         }
     }
 
+    // The checks and the deterministic tokens; the alias table is built by build_sampler().
     void build(Kind k, const double* q, int64_t v, int nd) {
         kind = k;
         n = nd;
         V = v;
-        alias.build(q, V);
         int64_t support = 0;
         for (int64_t i = 0; i < V; ++i) support += q[i] > 0.0;
         if ((k == Wor || k == Greedy) && support < n)
@@ -266,7 +268,7 @@ struct Drafter {
 
 // Tokens with p > 0 ordered by p/q descending (q = 0 first, ratio +inf), with prefix sums.
 // The residuals of recursive rejection sampling are all of the form D_T(x) = (p(x) - T q(x))_+
-// (THEORY §8.2-8.3, see rrs.hpp); D_T is positive exactly on the prefix {p/q > T}, so its mass
+// (docs/theory.md §8.2-8.3, see rrs.hpp); D_T is positive exactly on the prefix {p/q > T}, so its mass
 // and inverse CDF cost a binary search.
 struct RatioTable {
     std::vector<int32_t> order;
@@ -307,7 +309,7 @@ struct RatioTable {
         const int64_t k = above(T);
         return std::max(0.0, dsum(k, T));
     }
-    // beta(rho) = sum_x min(q(x), p(x)/rho)  (K-SEQ, THEORY §8.4)
+    // beta(rho) = sum_x min(q(x), p(x)/rho)  (K-SEQ, docs/theory.md §8.4)
     double min_q_p_over(double rho) const {
         const int64_t k = above(rho);
         return Q[k] + (P.back() - P[k]) / rho;
@@ -389,21 +391,35 @@ struct LawVisitor {
 };
 
 // What every verifier plan holds: its own copy of p and q, the target as a fallback sampler,
-// and the draft sampler of its scheme.
+// and the draft sampler of its scheme. The two samplers cost O(V) each and an exact acceptance
+// needs neither, so they are built on first use (once, whichever thread asks first).
 struct PlanBase {
     std::vector<double> p, q;
     int64_t V = 0;
     int n = 1;
-    Categorical pcat;
-    Drafter drafter;
+    Drafter drafter;  // its alias table: after samplers()
     void init(const double* pp, const double* qq, int64_t v, int nd, Drafter::Kind kind) {
         V = v;
         n = nd;
         p.assign(pp, pp + V);
         q.assign(qq, qq + V);
-        pcat.build(p.data(), V);
         drafter.build(kind, q.data(), V, n);
     }
+    // The target as a fallback sampler, with the draft sampler built too.
+    const Categorical& samplers() const {
+        std::call_once(lazy_->once, [&] {
+            lazy_->pcat.build(p.data(), V);
+            drafter.alias.build(q.data(), V);
+        });
+        return lazy_->pcat;
+    }
+
+  private:
+    struct Lazy {
+        std::once_flag once;
+        Categorical pcat;
+    };
+    std::shared_ptr<Lazy> lazy_ = std::make_shared<Lazy>();
 };
 
 }  // namespace mdsd::verif

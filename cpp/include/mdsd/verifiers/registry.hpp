@@ -113,9 +113,10 @@ class Row final : public RowBase {
         ws.tuple.resize(n);
         int32_t* t = ws.tuple.data();
         int64_t hits = 0;
+        const Categorical& target = plan_.samplers();
         for (int64_t s = 0; s < count; ++s) {
             plan_.drafter.draw(plan_.q.data(), rng, t);
-            SampleVisitor vis{rng, plan_.pcat, naive};
+            SampleVisitor vis{rng, target, naive};
             U::walk(plan_, t, vis);
             const bool acc = contains(t, n, vis.out);
             hits += acc;
@@ -128,13 +129,13 @@ class Row final : public RowBase {
     }
 
     int32_t verify(const int32_t* tuple, Rng& rng) const override {
-        SampleVisitor vis{rng, plan_.pcat, false};
+        SampleVisitor vis{rng, plan_.samplers(), false};
         U::walk(plan_, tuple, vis);
         return vis.out;
     }
 
     void law(const int32_t* tuple, double* out, bool naive) const override {
-        LawVisitor vis{out, plan_.pcat, naive};
+        LawVisitor vis{out, plan_.samplers(), naive};
         U::walk(plan_, tuple, vis);
     }
 

@@ -41,6 +41,7 @@ struct Options {
 // What the route did with a row, for diagnostics (strict refusals say it; the bindings expose it).
 struct Report {
     double work = 0.0;         // grid operations spent
+    double work_outer = 0.0;   // of which the set-up and outer system of the first run
     bool out_of_budget = false;
     int best_order = -1;       // the InnerOrder of the kept inner plan (-1: no inner system)
     int orders_run = 0;

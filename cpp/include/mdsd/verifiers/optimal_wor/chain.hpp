@@ -48,7 +48,9 @@ inline int64_t Route::needy_group(const std::vector<int32_t>& o, const race::Pai
 inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, const race::Pair& env, int64_t mt,
                                                ChainMode md, std::vector<Chunk>& ch, std::vector<double>& wn) {
         const int64_t ko = static_cast<int64_t>(o.size());
-        const bool may_retry = !budget.exhausted();
+        // Out of budget: lay nothing (the tokens keep their whole mass, below every chunk: a
+        // consistent, lossless part of a plan that the ladder will not keep).
+        if (budget.exhausted()) return std::vector<double>(ko, 1.0);
         const std::size_t ch0 = ch.size();
         std::vector<double> hout(ko, 1.0);
         const std::vector<int32_t> top(o.begin(), o.begin() + mt), rest(o.begin() + mt, o.end());
@@ -97,7 +99,7 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
             return iv;
         };
         const int64_t iv = down(kt);
-        if (may_retry && !md.split && iv > 0 && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
+        if (!md.split && iv > 0 && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
             ch.resize(ch0);
             for (int32_t y : o) wn[y] = 0.0;
             return chain_system(o, env, ko - iv, {md.depth, md.retry + 1, false}, ch, wn);
@@ -107,7 +109,7 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
         // each until done, below everything else.
         int64_t c = kt, kw = m;
         std::vector<double> hw;
-        if (may_retry && md.split && iv > 1 && md.depth + 1 < opt.chain_depth) {
+        if (md.split && iv > 1 && md.depth + 1 < opt.chain_depth) {
             c = iv - 1;
             kw = ko - mt - c;
             ch.resize(ch1);

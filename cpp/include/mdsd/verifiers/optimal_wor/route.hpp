@@ -92,6 +92,7 @@ inline void run_route(Plan& pl, const double* p, const double* q, int n, const s
                       const Options& opt, Budget& budget, int64_t last_resort_head, bool retry) {
     Route r(p, q, pl.V, n, sup, ks, opt, budget, last_resort_head, retry);
     r.outer_system();
+    if (!retry) pl.route.work_outer = budget.used;
     r.inner_system();
     pl.sweep_steps += r.sweep_steps;
     pl.route.best_order = r.best_order;
