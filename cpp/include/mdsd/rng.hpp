@@ -9,6 +9,8 @@
 
 #include <cstdint>
 
+#include "mdsd/bits.hpp"
+
 namespace mdsd {
 
 inline uint64_t mix64(uint64_t z) {
@@ -31,7 +33,7 @@ class Rng {
     // prob = 0 and prob = 1, and within 2^-53 otherwise.
     double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
     // Uniform index in [0, m) by the multiply-shift map (bias at most m / 2^64).
-    uint64_t below(uint64_t m) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next()) * m) >> 64); }
+    uint64_t below(uint64_t m) { return mulhi64(next(), m); }
 
   private:
     uint64_t state_;

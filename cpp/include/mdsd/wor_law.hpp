@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cstdint>
+
+#include "mdsd/bits.hpp"
 #include <limits>
 #include <utility>
 #include <vector>
@@ -36,7 +38,7 @@ inline void for_each_wor_set(const double* q, const std::vector<int32_t>& sup, i
         g[0] = 1.0;
         qm[0] = 0.0;
         for (uint32_t mask = 1; mask <= full; ++mask) {
-            const int low = __builtin_ctz(mask);
+            const int low = ctz32(mask);
             qm[mask] = qm[mask & (mask - 1)] + q[sup[comb[low]]];
         }
         double out = total - qm[full];

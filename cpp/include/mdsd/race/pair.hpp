@@ -11,6 +11,8 @@
 
 #include <algorithm>
 #include <cstdint>
+
+#include "mdsd/bits.hpp"
 #include <vector>
 
 #include "mdsd/race/grid.hpp"
@@ -133,9 +135,9 @@ inline Pair mul(const Pair& a, const Pair& b) {
 // (dP, dD) = (sP, sD) divided by a token factor e + x b with seed q e (weight 1), ie = 1 / e:
 // dP[c] = (sP[c] - b dP[c-1]) / e, dD[c] = (sD[c] - q e dP[c] - b dD[c-1]) / e. The top row of D
 // (x^{n-1}) is left alone: no w reads it, and no lower row depends on it.
-inline void div_factor(int n, int64_t G, const double* __restrict__ sP, const double* __restrict__ sD,
-                       double* __restrict__ dP, double* __restrict__ dD, const double* __restrict__ e,
-                       const double* __restrict__ b, const double* __restrict__ ie, double q) {
+inline void div_factor(int n, int64_t G, const double* MDSD_RESTRICT sP, const double* MDSD_RESTRICT sD,
+                       double* MDSD_RESTRICT dP, double* MDSD_RESTRICT dD, const double* MDSD_RESTRICT e,
+                       const double* MDSD_RESTRICT b, const double* MDSD_RESTRICT ie, double q) {
     for (int64_t g = 0; g < G; ++g) {
         const double p1 = sP[g] * ie[g];
         dP[g] = p1;
@@ -157,9 +159,9 @@ inline void div_factor(int n, int64_t G, const double* __restrict__ sP, const do
 
 // (P, D) -= u (x b Q + seed q e Q): a product over Q times e + x b (seed q e) becomes the same
 // product over Q times e + x (1 - u) b (seed (1 - u) q e). D's top row is not kept (div_factor).
-inline void unlay_update(int n, int64_t G, double* __restrict__ P, double* __restrict__ D,
-                         const double* __restrict__ QP, const double* __restrict__ QD, const double* __restrict__ e,
-                         const double* __restrict__ b, double q, double u) {
+inline void unlay_update(int n, int64_t G, double* MDSD_RESTRICT P, double* MDSD_RESTRICT D,
+                         const double* MDSD_RESTRICT QP, const double* MDSD_RESTRICT QD, const double* MDSD_RESTRICT e,
+                         const double* MDSD_RESTRICT b, double q, double u) {
     if (n > 1)
         for (int64_t g = 0; g < G; ++g) D[g] -= u * (q * e[g] * QP[g]);
     for (int c = 1; c < n; ++c) {

@@ -190,8 +190,24 @@ struct Route {
     // inner orders (inner.hpp, chain.hpp): each fills ch and wn and returns the deficit
     void greedy_pass(const std::vector<int32_t>& tl, const race::Pair& env, std::vector<Chunk>& ch,
                      std::vector<double>& wn, std::vector<double>* hfin, const race::Pair* small = nullptr);
+    // The exact sweep `exact` (exact_outer or exact_inner) on a core of tokens, the rest of the
+    // system entering through env; its chunks go to ch, their loads to wn, and are returned.
+    template <class Exact>
+    std::vector<Chunk> exact_core(const std::vector<int32_t>& core, const race::Pair& env, Exact&& exact,
+                                  std::vector<Chunk>& ch, std::vector<double>& wn) {
+        const SystemSets S = core_law(gr, q, core, env);
+        int64_t steps = 0;
+        const std::vector<Chunk> chunks = exact(S, p, static_cast<int>(core.size()), steps);
+        charge_core(core.size(), S.mask.size(), steps);
+        sweep_steps += steps;
+        core_loads(S, chunks, wn);
+        ch.insert(ch.end(), chunks.begin(), chunks.end());
+        return chunks;
+    }
     std::vector<Chunk> sweep_head(const std::vector<int32_t>& head, const race::Pair& env, std::vector<Chunk>& ch,
-                                  std::vector<double>& wn);
+                                  std::vector<double>& wn) {
+        return exact_core(head, env, exact_inner, ch, wn);
+    }
     std::vector<double> event_sweep(const std::vector<int32_t>& head, const race::Pair& env, std::vector<Chunk>& ch,
                                     std::vector<double>& wn);
     double order_top(std::vector<Chunk>& ch, std::vector<double>& wn);

@@ -21,6 +21,8 @@
 
 #include <algorithm>
 #include <cstdint>
+
+#include "mdsd/bits.hpp"
 #include <vector>
 
 #include "mdsd/limits.hpp"
@@ -58,7 +60,7 @@ struct SystemSets {
     std::vector<int32_t> sys_tok;  // local index -> token id
 };
 
-inline int popcount(uint32_t x) { return __builtin_popcount(x); }
+inline int popcount(uint32_t x) { return popcount32(x); }
 
 // Subset sums F[Z] = sum_{m subset Z} M[m] over all Z of k bits.
 inline void zeta(std::vector<double>& F, int k) {
@@ -80,7 +82,7 @@ inline void aggregate(const SystemSets& S, const std::vector<double>& u, uint32_
     for (std::size_t s = 0; s < S.mask.size(); ++s) {
         const uint32_t m = S.mask[s];
         int c = 0;
-        for (uint32_t r = m; r; r &= r - 1) bits[c++] = __builtin_ctz(r);
+        for (uint32_t r = m; r; r &= r - 1) bits[c++] = ctz32(r);
         double full = S.prob[s];
         for (int a = 0; a < c; ++a) full *= (1.0 - u[bits[a]]);
         M[m & keep] += full;
@@ -132,7 +134,7 @@ inline std::vector<Chunk> exact_outer(const SystemSets& S, const double* p, int 
             const double rho = R > 0.0 ? pi / R : 1e300;
             if (rho > best_rho) { best_rho = rho; y = i; }
         }
-        if (y < 0) y = __builtin_ctz(act);  // only if rounding made act itself look tight
+        if (y < 0) y = ctz32(act);  // only if rounding made act itself look tight
         aggregate(S, u, ~0u, k, M, W, y, &My);
         Fy = My;
         zeta(Fy, k);

@@ -42,19 +42,6 @@ inline void Route::greedy_pass(const std::vector<int32_t>& tl, const race::Pair&
     charge(3.0 * static_cast<double>(tl.size()));
 }
 
-// The exact inner sweep on `head`, the rest of the system entering through env; returns its chunks.
-inline std::vector<Chunk> Route::sweep_head(const std::vector<int32_t>& head, const race::Pair& env,
-                                            std::vector<Chunk>& ch, std::vector<double>& wn) {
-    const SystemSets S = core_law(gr, q, head, env);
-    int64_t steps = 0;
-    const auto chh = exact_inner(S, p, static_cast<int>(head.size()), steps);
-    charge_core(head.size(), S.mask.size(), steps);
-    sweep_steps += steps;
-    core_loads(S, chh, wn);
-    ch.insert(ch.end(), chh.begin(), chh.end());
-    return chh;
-}
-
 inline double Route::order_top(std::vector<Chunk>& ch, std::vector<double>& wn) {
     ch.clear();
     for (int32_t y : Hp) wn[y] = 0.0;

@@ -60,13 +60,7 @@ inline void Route::outer_system() {
         rho.resize(rest.size());
     }
     if (!rest.empty() && static_cast<int64_t>(rest.size()) <= m_max) {
-        const SystemSets S = core_law(gr, q, rest, env);
-        int64_t steps = 0;
-        const auto ch = exact_outer(S, p, static_cast<int>(rest.size()), steps);
-        charge_core(rest.size(), S.mask.size(), steps);
-        sweep_steps += steps;
-        core_loads(S, ch, won);
-        chA.insert(chA.end(), ch.begin(), ch.end());
+        exact_core(rest, env, exact_outer, chA, won);
     } else if (!rest.empty()) {
         // Core too large for the subset sweep: the chain (see the top of this file). A segment whose
         // violation opens it merges with the one before first.
