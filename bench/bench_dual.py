@@ -114,8 +114,11 @@ def main() -> int:
                 f"| {1e3 * tn:.1f} | {tn / tk:.0f}x |",
                 flush=True,
             )
-            rows.append(dict(V=V, scheme=scheme, n=n, alpha=alpha, kernel_s=tk, argsort_s=ta, ratio=ratio,
-                             goal=goal, numpy_s=tn))
+            rows.append(
+                dict(
+                    V=V, scheme=scheme, n=n, alpha=alpha, kernel_s=tk, argsort_s=ta, ratio=ratio, goal=goal, numpy_s=tn
+                )
+            )
     # Batch throughput: B rows, one thread vs two threads (the goal is >= 1.8x on 2 cores).
     print("\n| batch | kernel | 1 thread s | 2 threads s | speed-up | goal |")
     print("|---|---|---|---|---|---|")
@@ -133,8 +136,10 @@ def main() -> int:
                 3,
             )
             sp = t1 / t2
-            print(f"| {B}x{V:,} | {scheme} n={n} | {t1:.3f} | {t2:.3f} | {sp:.2f}x | >= 1.8x {'met' if sp >= 1.8 else 'MISSED'} |",
-                  flush=True)
+            print(
+                f"| {B}x{V:,} | {scheme} n={n} | {t1:.3f} | {t2:.3f} | {sp:.2f}x | >= 1.8x {'met' if sp >= 1.8 else 'MISSED'} |",
+                flush=True,
+            )
             rows.append(dict(V=V, B=B, scheme=scheme, n=n, one_thread_s=t1, two_threads_s=t2, speedup=sp))
         del P, Q
     if args.json:

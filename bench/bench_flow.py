@@ -104,12 +104,26 @@ ORTOOLS_SCRIPT = textwrap.dedent(
 def ortools_route(p: np.ndarray, q: np.ndarray, k: int, n: int, repeats: int) -> dict | None:
     try:
         out = subprocess.run(
-            [sys.executable, "-c", ORTOOLS_SCRIPT, str(k), str(n), str(repeats), json.dumps(p.tolist()), json.dumps(q.tolist())],
-            capture_output=True, text=True, timeout=600, check=True,
+            [
+                sys.executable,
+                "-c",
+                ORTOOLS_SCRIPT,
+                str(k),
+                str(n),
+                str(repeats),
+                json.dumps(p.tolist()),
+                json.dumps(q.tolist()),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=True,
         )
     except (subprocess.CalledProcessError, subprocess.TimeoutExpired, FileNotFoundError) as exc:
         err = getattr(exc, "stderr", "") or str(exc)
-        print(f"  OR-Tools unavailable or failed: {err.strip().splitlines()[-1] if err.strip() else exc}", file=sys.stderr)
+        print(
+            f"  OR-Tools unavailable or failed: {err.strip().splitlines()[-1] if err.strip() else exc}", file=sys.stderr
+        )
         return None
     return json.loads(out.stdout)
 
@@ -173,7 +187,9 @@ def main() -> int:
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     rows = []
-    print("| (k, n) | sets | alpha* | mdsd flow ms | mdsd HiGHS ms | OR-Tools build+solve ms | linprog ms | networkx ms | max |diff| | OR-Tools / mdsd flow |")
+    print(
+        "| (k, n) | sets | alpha* | mdsd flow ms | mdsd HiGHS ms | OR-Tools build+solve ms | linprog ms | networkx ms | max |diff| | OR-Tools / mdsd flow |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for k, n in SIZES:
         p, q = instance(k, n)
@@ -210,9 +226,21 @@ def main() -> int:
         )
         if diff > 1e-9:
             print(f"  VALUES DISAGREE at (k, n) = ({k}, {n}): {values}", file=sys.stderr)
-        rows.append(dict(k=k, n=n, sets=fl.num_sets, alpha=alpha, values=values, flow_s=t_flow, highs_s=t_highs,
-                         ortools=ort, linprog_s=lp[1] if lp else None, networkx_s=nxr[1] if nxr else None,
-                         ratio_ortools_over_flow=ratio))
+        rows.append(
+            dict(
+                k=k,
+                n=n,
+                sets=fl.num_sets,
+                alpha=alpha,
+                values=values,
+                flow_s=t_flow,
+                highs_s=t_highs,
+                ortools=ort,
+                linprog_s=lp[1] if lp else None,
+                networkx_s=nxr[1] if nxr else None,
+                ratio_ortools_over_flow=ratio,
+            )
+        )
     print("\nGlobal Resolution's published solve times (ms/token, their hardware, Llama-3 70B/8B; context only):")
     print("| (k, n) | general LP | max-flow | optimised max-flow | GR tau=1e-3 | mdsd flow here (ms) |")
     print("|---|---|---|---|---|---|")

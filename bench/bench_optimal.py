@@ -120,7 +120,9 @@ def wor_section(args: argparse.Namespace, out: dict) -> None:
             ok += good
         med, p90, mx = statistics.median(ts), float(np.percentile(ts, 90)), max(ts)
         goal = ("met" if med <= GOAL_MS else "missed") if n == 4 else ""
-        print(f"| {n} | {len(rows)} | {ok} ({100 * ok / len(rows):.0f} %) | {med:.1f} | {p90:.1f} | {mx:.1f} | {goal} |")
+        print(
+            f"| {n} | {len(rows)} | {ok} ({100 * ok / len(rows):.0f} %) | {med:.1f} | {p90:.1f} | {mx:.1f} | {goal} |"
+        )
         out["wor"].append({"n": n, "rows": len(rows), "certified": ok, "median_ms": med, "p90_ms": p90, "max_ms": mx})
     print("\n## wor (top-k of q, n): core ms, certified?\n")
     print("| (k, n) | core ms | certified | |alpha - alpha*_wor| |")
@@ -131,9 +133,17 @@ def wor_section(args: argparse.Namespace, out: dict) -> None:
         drafts = np.random.default_rng(k + n).choice(V, size=n, replace=False, p=q).astype(np.int64)
         ts = [time_core_wor(p, q, n, drafts) for _ in range(max(1, args.repeats // 3))]
         good = ts[0][1]
-        gap = abs(mf.acceptance("optimal", p, q, n, scheme="wor") - mf.optimal_acceptance(p, q, n, "wor")) if good else float("nan")
-        print(f"| ({k:,}, {n}) | {statistics.median(t for t, _ in ts):.2f} | {'yes' if good else 'refused'} | {gap:.1e} |")
-        out["wor"].append({"k": k, "n": n, "core_ms": statistics.median(t for t, _ in ts), "certified": good, "gap": gap})
+        gap = (
+            abs(mf.acceptance("optimal", p, q, n, scheme="wor") - mf.optimal_acceptance(p, q, n, "wor"))
+            if good
+            else float("nan")
+        )
+        print(
+            f"| ({k:,}, {n}) | {statistics.median(t for t, _ in ts):.2f} | {'yes' if good else 'refused'} | {gap:.1e} |"
+        )
+        out["wor"].append(
+            {"k": k, "n": n, "core_ms": statistics.median(t for t, _ in ts), "certified": good, "gap": gap}
+        )
 
 
 def main() -> int:

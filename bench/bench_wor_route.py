@@ -66,9 +66,18 @@ def measure_row(p: np.ndarray, q: np.ndarray, n: int, budget: float | None) -> d
     star = float(mf.optimal_acceptance(p, q, n, "wor", threads=1))
     gap = star - acc
     route = b.route()
-    return {"n": n, "ms": wall, "cpu_ms": cpu, "acceptance": acc, "alpha_star": star, "gap": gap,
-            "certified": bool(gap <= CERT_TOL), "work": float(route["work"][0]),
-            "out_of_budget": bool(route["out_of_budget"][0]), "order": route["best_order_name"][0]}
+    return {
+        "n": n,
+        "ms": wall,
+        "cpu_ms": cpu,
+        "acceptance": acc,
+        "alpha_star": star,
+        "gap": gap,
+        "certified": bool(gap <= CERT_TOL),
+        "work": float(route["work"][0]),
+        "out_of_budget": bool(route["out_of_budget"][0]),
+        "order": route["best_order_name"][0],
+    }
 
 
 def shipped_rows(step: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
@@ -78,8 +87,10 @@ def shipped_rows(step: int) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]
     Q = np.asarray(ds.q[rows], dtype=np.float64)
     P /= P.sum(axis=1, keepdims=True)  # as the public API does (stored rows carry truncation ~1e-6)
     Q /= Q.sum(axis=1, keepdims=True)
-    meta = [{"row": int(ds.meta[r]["row"]), "draft": ds.meta[r]["draft"],
-             "temperature": float(ds.meta[r]["temperature"])} for r in rows]
+    meta = [
+        {"row": int(ds.meta[r]["row"]), "draft": ds.meta[r]["draft"], "temperature": float(ds.meta[r]["temperature"])}
+        for r in rows
+    ]
     return P, Q, meta
 
 
@@ -90,8 +101,9 @@ def label(kind: str, m: dict[str, Any]) -> str:
     return f"seed {m['seed']} idx {m['index']} ({m['mismatch']}, {k}, T={m['temperature']:g})"
 
 
-def run_set(kind: str, P: np.ndarray, Q: np.ndarray, meta: list[dict[str, Any]], ns: list[int],
-            budget: float | None) -> list[dict[str, Any]]:
+def run_set(
+    kind: str, P: np.ndarray, Q: np.ndarray, meta: list[dict[str, Any]], ns: list[int], budget: float | None
+) -> list[dict[str, Any]]:
     d = describe(P, Q)
     out = []
     for n in ns:
@@ -100,11 +112,17 @@ def run_set(kind: str, P: np.ndarray, Q: np.ndarray, meta: list[dict[str, Any]],
             if np.count_nonzero(Q[i]) < n:
                 continue
             rec = measure_row(P[i], Q[i], n, budget)
-            rec.update(set=kind, label=label(kind, meta[i]), meta=meta[i], overlap=float(d["overlap"][i]),
-                       entropy_p=float(d["entropy_p"][i]))
+            rec.update(
+                set=kind,
+                label=label(kind, meta[i]),
+                meta=meta[i],
+                overlap=float(d["overlap"][i]),
+                entropy_p=float(d["entropy_p"][i]),
+            )
             out.append(rec)
-            print(f"  {kind} n={n} {rec['label']}: {rec['ms']:.1f} ms, gap {rec['gap']:.1e}", file=sys.stderr,
-                  flush=True)
+            print(
+                f"  {kind} n={n} {rec['label']}: {rec['ms']:.1f} ms, gap {rec['gap']:.1e}", file=sys.stderr, flush=True
+            )
         print(f"{kind} n={n}: {time.perf_counter() - t_set:.1f} s", file=sys.stderr, flush=True)
     return out
 
@@ -112,11 +130,18 @@ def run_set(kind: str, P: np.ndarray, Q: np.ndarray, meta: list[dict[str, Any]],
 def summarise(recs: list[dict[str, Any]], budget: float | None) -> dict[str, Any]:
     ms = np.array([r["ms"] for r in recs])
     gaps = np.array([max(r["gap"], 0.0) for r in recs])
-    s = {"rows": len(recs), "median_ms": float(np.median(ms)), "p90_ms": float(np.percentile(ms, 90)),
-         "p99_ms": float(np.percentile(ms, 99)), "max_ms": float(ms.max()),
-         "max_cpu_ms": float(max(r["cpu_ms"] for r in recs)), "total_s": float(ms.sum() / 1e3),
-         "certified": int(sum(r["certified"] for r in recs)), "mean_gap": float(gaps.mean()),
-         "max_gap": float(gaps.max())}
+    s = {
+        "rows": len(recs),
+        "median_ms": float(np.median(ms)),
+        "p90_ms": float(np.percentile(ms, 90)),
+        "p99_ms": float(np.percentile(ms, 99)),
+        "max_ms": float(ms.max()),
+        "max_cpu_ms": float(max(r["cpu_ms"] for r in recs)),
+        "total_s": float(ms.sum() / 1e3),
+        "certified": int(sum(r["certified"] for r in recs)),
+        "mean_gap": float(gaps.mean()),
+        "max_gap": float(gaps.max()),
+    }
     b = mf.WOR_WORK_BUDGET if budget is None else budget
     s["out_of_budget"] = int(sum(r["out_of_budget"] for r in recs))
     s["max_work_over_budget"] = float(max(max(r["work"] - b, 0.0) for r in recs))
@@ -131,8 +156,12 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0, help="held-out seed (default 0)")
     ap.add_argument("--start", type=int, default=0, help="first held-out row index (default 0)")
     ap.add_argument("--knobs", default="{}", help="JSON dict of heldout_rows knobs, e.g. '{\"store_tau\": 1e-6}'")
-    ap.add_argument("--budget", type=float, default=None,
-                    help="per-row work budget in grid operations (default: mf.WOR_WORK_BUDGET)")
+    ap.add_argument(
+        "--budget",
+        type=float,
+        default=None,
+        help="per-row work budget in grid operations (default: mf.WOR_WORK_BUDGET)",
+    )
     ap.add_argument("--per-row", choices=("all", "none"), default="all", help="print every row's time")
     ap.add_argument("--slowest", type=int, default=10, help="how many slowest rows to list (default 10)")
     ap.add_argument("--json", default=None, metavar="OUT")
@@ -159,13 +188,17 @@ def main() -> int:
     wall = time.perf_counter() - t_all
 
     step = f"every {args.step}th" if args.step > 0 else "none"
-    print("## wor route (\"sweep\", scheme \"wor\") prepare time, one thread, V = 49,152\n")
-    print(f"shipped: {step}; held-out: {args.heldout} rows of seed {args.seed} from index {args.start}; "
-          f"knobs: {knobs or 'defaults'}; work budget: {mf.WOR_WORK_BUDGET if args.budget is None else args.budget:g} "
-          f"grid operations; certified = alpha*_wor - acceptance <= {CERT_TOL:g}; "
-          f"whole run {wall:.0f} s\n")
-    print("| rows | n | count | median ms | p90 | p99 | max | max cpu ms | total s | certified | mean gap | max gap "
-          "| out of budget | max work over budget |")
+    print('## wor route ("sweep", scheme "wor") prepare time, one thread, V = 49,152\n')
+    print(
+        f"shipped: {step}; held-out: {args.heldout} rows of seed {args.seed} from index {args.start}; "
+        f"knobs: {knobs or 'defaults'}; work budget: {mf.WOR_WORK_BUDGET if args.budget is None else args.budget:g} "
+        f"grid operations; certified = alpha*_wor - acceptance <= {CERT_TOL:g}; "
+        f"whole run {wall:.0f} s\n"
+    )
+    print(
+        "| rows | n | count | median ms | p90 | p99 | max | max cpu ms | total s | certified | mean gap | max gap "
+        "| out of budget | max work over budget |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     summary = []
     for kind, _ in sets:
@@ -177,9 +210,11 @@ def main() -> int:
             s.update(set=kind, n=n)
             summary.append(s)
             ob = f" {s['out_of_budget']} | {s['max_work_over_budget']:.2g} |"
-            print(f"| {kind} | {n} | {s['rows']} | {s['median_ms']:.1f} | {s['p90_ms']:.1f} | {s['p99_ms']:.1f} | "
-                  f"{s['max_ms']:.1f} | {s['max_cpu_ms']:.1f} | {s['total_s']:.1f} | {s['certified']} "
-                  f"({100 * s['certified'] / s['rows']:.0f} %) | {s['mean_gap']:.1e} | {s['max_gap']:.1e} |{ob}")
+            print(
+                f"| {kind} | {n} | {s['rows']} | {s['median_ms']:.1f} | {s['p90_ms']:.1f} | {s['p99_ms']:.1f} | "
+                f"{s['max_ms']:.1f} | {s['max_cpu_ms']:.1f} | {s['total_s']:.1f} | {s['certified']} "
+                f"({100 * s['certified'] / s['rows']:.0f} %) | {s['mean_gap']:.1e} | {s['max_gap']:.1e} |{ob}"
+            )
 
     print("\n## slowest rows (wall ms)\n")
     print("| rows | n | row | ms | cpu ms | gap | Σmin(p,q) | H(p) |")
@@ -187,23 +222,35 @@ def main() -> int:
     for kind, _ in sets:
         rs = sorted((r for r in recs if r["set"] == kind), key=lambda r: -r["ms"])[: args.slowest]
         for r in rs:
-            print(f"| {kind} | {r['n']} | {r['label']} | {r['ms']:.1f} | {r['cpu_ms']:.1f} | {r['gap']:.1e} | "
-                  f"{r['overlap']:.2f} | {r['entropy_p']:.2f} |")
+            print(
+                f"| {kind} | {r['n']} | {r['label']} | {r['ms']:.1f} | {r['cpu_ms']:.1f} | {r['gap']:.1e} | "
+                f"{r['overlap']:.2f} | {r['entropy_p']:.2f} |"
+            )
 
     if args.per_row == "all":
         print("\n## every row\n")
         print("| rows | n | row | ms | cpu ms | certified | gap |")
         print("|---|---|---|---|---|---|---|")
         for r in recs:
-            print(f"| {r['set']} | {r['n']} | {r['label']} | {r['ms']:.1f} | {r['cpu_ms']:.1f} | "
-                  f"{'yes' if r['certified'] else 'no'} | {r['gap']:.1e} |")
+            print(
+                f"| {r['set']} | {r['n']} | {r['label']} | {r['ms']:.1f} | {r['cpu_ms']:.1f} | "
+                f"{'yes' if r['certified'] else 'no'} | {r['gap']:.1e} |"
+            )
 
     if args.json:
         os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
         with open(args.json, "w") as f:
-            json.dump({"args": vars(args), "wall_s": wall, "summary": summary, "rows": recs,
-                       "versions": {"mdsd_fast": getattr(mf, "__version__", "?"), "numpy": np.__version__}},
-                      f, indent=1)
+            json.dump(
+                {
+                    "args": vars(args),
+                    "wall_s": wall,
+                    "summary": summary,
+                    "rows": recs,
+                    "versions": {"mdsd_fast": getattr(mf, "__version__", "?"), "numpy": np.__version__},
+                },
+                f,
+                indent=1,
+            )
     return 0
 
 

@@ -43,11 +43,25 @@ _NAMED = re.compile(
 
 _VALUES = st.one_of(
     st.floats(min_value=0.0, max_value=1.0),
-    st.sampled_from([0.0, 1.0, 0.5, 1e-300, 5e-324, 1e-12, 1 - 1e-12, -0.0, -1e-300, -0.5, 2.0,
-                     np.nan, np.inf, -np.inf, 1e308]),
+    st.sampled_from(
+        [0.0, 1.0, 0.5, 1e-300, 5e-324, 1e-12, 1 - 1e-12, -0.0, -1e-300, -0.5, 2.0, np.nan, np.inf, -np.inf, 1e308]
+    ),
 )
-_DTYPES = st.sampled_from([np.float64, np.float64, np.float64, np.float32, np.float16, np.int64, np.bool_,
-                           np.complex128, object, ">f8", np.longdouble])
+_DTYPES = st.sampled_from(
+    [
+        np.float64,
+        np.float64,
+        np.float64,
+        np.float32,
+        np.float16,
+        np.int64,
+        np.bool_,
+        np.complex128,
+        object,
+        ">f8",
+        np.longdouble,
+    ]
+)
 
 
 @st.composite
@@ -124,10 +138,12 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
     elif entry == "explicit":
         m = draw(st.integers(0, 5))
         w = draw(st.integers(0, 3))
-        kw["tuples"] = draw(st.one_of(
-            st.lists(st.lists(st.integers(-2, V + 1), min_size=w, max_size=w), min_size=m, max_size=m),
-            st.sampled_from([None, [[0, 1], [1]], np.ones((2, 2), dtype=bool), np.zeros((1, 2)), [0, 1]]),
-        ))
+        kw["tuples"] = draw(
+            st.one_of(
+                st.lists(st.lists(st.integers(-2, V + 1), min_size=w, max_size=w), min_size=m, max_size=m),
+                st.sampled_from([None, [[0, 1], [1]], np.ones((2, 2), dtype=bool), np.zeros((1, 2)), [0, 1]]),
+            )
+        )
         kw["probs"] = draw(st.one_of(st.just(None), arrays(m)))
     elif entry in ("acceptance", "simulate", "verify"):
         kw["name"] = draw(_NAME)
@@ -143,18 +159,30 @@ def calls(draw: st.DrawFn) -> tuple[str, dict[str, Any]]:
                 samples = min(samples, max(1, 10**5 // int(n)))
             kw["samples"] = samples
         else:
-            kw["drafts"] = draw(st.one_of(
-                st.lists(st.integers(-1, V), min_size=0, max_size=4),
-                st.lists(st.lists(st.integers(-1, V), min_size=2, max_size=2), min_size=0, max_size=3),
-                st.sampled_from([[0.0, 1.0], [True], None, np.array([2**63 + 1], dtype=np.uint64)]),
-            ))
+            kw["drafts"] = draw(
+                st.one_of(
+                    st.lists(st.integers(-1, V), min_size=0, max_size=4),
+                    st.lists(st.lists(st.integers(-1, V), min_size=2, max_size=2), min_size=0, max_size=3),
+                    st.sampled_from([[0.0, 1.0], [True], None, np.array([2**63 + 1], dtype=np.uint64)]),
+                )
+            )
             del kw["n"]
     if draw(st.booleans()):  # half the calls: every argument but one value range is sane
         sane = {
-            "n": draw(st.integers(1, 3)), "method": "auto", "wor_method": "auto", "return_certificate": False,
-            "threads": None, "solver": draw(st.sampled_from(["highs", "flow"])), "max_sets": 2_000_000,
-            "time_limit": None, "rng": 0, "exact": True, "samples": 50,
-            "scheme": draw(st.sampled_from(["iid", "wor", "greedy"])) if entry in ("optimal_acceptance", "solve_lp") else None,
+            "n": draw(st.integers(1, 3)),
+            "method": "auto",
+            "wor_method": "auto",
+            "return_certificate": False,
+            "threads": None,
+            "solver": draw(st.sampled_from(["highs", "flow"])),
+            "max_sets": 2_000_000,
+            "time_limit": None,
+            "rng": 0,
+            "exact": True,
+            "samples": 50,
+            "scheme": draw(st.sampled_from(["iid", "wor", "greedy"]))
+            if entry in ("optimal_acceptance", "solve_lp")
+            else None,
             "name": draw(st.sampled_from(["sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "optimal-lp"])),
         }
         for k in list(kw):
@@ -227,8 +255,10 @@ def main() -> int:
     while time.monotonic() < t_end:
         fuzz()
     total = stats["ok"] + stats["refused"]
-    print(f"fuzz_entry_points: {total} examples in {args.seconds:g} s "
-          f"({stats['ok']} returned, {stats['refused']} refused with a named error)")
+    print(
+        f"fuzz_entry_points: {total} examples in {args.seconds:g} s "
+        f"({stats['ok']} returned, {stats['refused']} refused with a named error)"
+    )
     return 0
 
 

@@ -106,8 +106,9 @@ def _store_cut(d: NDArray[np.float64], tau: float) -> NDArray[np.float64]:
     return out / out.sum()
 
 
-def _combo(i: int, temperatures: tuple[float, ...], top_ks: tuple[int, ...],
-           mismatches: tuple[str, ...]) -> tuple[float, int, str]:
+def _combo(
+    i: int, temperatures: tuple[float, ...], top_ks: tuple[int, ...], mismatches: tuple[str, ...]
+) -> tuple[float, int, str]:
     c = i % 24
     T = temperatures[c % len(temperatures)]
     k = top_ks[c % len(top_ks)]
@@ -167,9 +168,18 @@ def heldout_row(
     if store_tau > 0:
         p, q = _store_cut(p, store_tau), _store_cut(q, store_tau)
     meta = {
-        "seed": int(seed), "index": int(index), "temperature": float(T), "top_k": int(k),
-        "mismatch": mm, "draft": f"{mm}-{'full' if k == 0 else f'top{k}'}",
-        "s_p": s_p, "s_q": s_q, "sigma": sigma, "sigma_d": sigma_d, "g": g, "g_q": g_q,
+        "seed": int(seed),
+        "index": int(index),
+        "temperature": float(T),
+        "top_k": int(k),
+        "mismatch": mm,
+        "draft": f"{mm}-{'full' if k == 0 else f'top{k}'}",
+        "s_p": s_p,
+        "s_q": s_q,
+        "sigma": sigma,
+        "sigma_d": sigma_d,
+        "g": g,
+        "g_q": g_q,
     }
     return p, q, meta
 
@@ -252,8 +262,10 @@ def _main() -> int:
     print("| rows | n | Σmin(p,q) | H(p) nats | p_max | #q>0 | #q for 1-1e-6 |")
     print("|---|---|---|---|---|---|---|")
     for name, g in groups:
-        print(f"| {name} | {g['overlap'].size} | {_quantiles(g['overlap'])} | {_quantiles(g['entropy_p'])} | "
-              f"{_quantiles(g['p_max'])} | {_quantiles(g['support_q'])} | {_quantiles(g['support_q_1e6'])} |")
+        print(
+            f"| {name} | {g['overlap'].size} | {_quantiles(g['overlap'])} | {_quantiles(g['entropy_p'])} | "
+            f"{_quantiles(g['p_max'])} | {_quantiles(g['support_q'])} | {_quantiles(g['support_q_1e6'])} |"
+        )
     return 0
 
 

@@ -84,7 +84,11 @@ WORKED = {
     "A": ([1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 6, 1 / 2], {2: (0.972222, 1.0, 1.0), 3: (1.0, 1.0, 1.0)}),
     "B": ([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], {2: (0.86, 0.985714, 0.9), 3: (0.988, 1.0, 1.0)}),
     "C": ([0.6, 0.2, 0.1, 0.1], [0.3, 0.3, 0.3, 0.1], {2: (0.91, 0.990476, 1.0), 3: (1.0, 1.0, 1.0)}),
-    "D": ([0.4, 0.3, 0.2, 0.1, 0.0], [0.1, 0.2, 0.3, 0.2, 0.2], {2: (0.79, 0.817857, 0.728571), 3: (0.871, 0.964286, 0.8)}),
+    "D": (
+        [0.4, 0.3, 0.2, 0.1, 0.0],
+        [0.1, 0.2, 0.3, 0.2, 0.2],
+        {2: (0.79, 0.817857, 0.728571), 3: (0.871, 0.964286, 0.8)},
+    ),
     "E": ([0.4, 0.3, 0.2, 0.1], [0.1, 0.2, 0.3, 0.4], {2: (0.79, 0.834524, 0.766667), 3: (0.871, 1.0, 0.933333)}),
     "F": ([0.6, 0.25, 0.1, 0.05], [0.3, 0.4, 0.2, 0.1], {2: (0.91, 1.0, 0.9), 3: (1.0, 1.0, 1.0)}),
 }
@@ -101,7 +105,9 @@ def test_worked_examples(case: str, method: str) -> None:
         # n = 1 is single-draft speculative sampling for every scheme.
         for scheme in SCHEMES:
             sd = np.minimum(p, q).sum()
-            assert mf.optimal_acceptance(np.array(p), np.array(q), 1, scheme, method=method) == pytest.approx(sd, abs=1e-12)
+            assert mf.optimal_acceptance(np.array(p), np.array(q), 1, scheme, method=method) == pytest.approx(
+                sd, abs=1e-12
+            )
 
 
 def test_hand_check_case_b_certificate() -> None:

@@ -32,7 +32,9 @@ def _calls() -> dict[str, Callable[[], Any]]:
         "lp_flow": lambda: _lp(mf.solve_lp(p6, q6, 3, "wor", solver="flow")),
         "lp_explicit": lambda: _lp(mf.solve_lp(p6, None, 3, "explicit", tuples=TUPLES, probs=PROBS)),
         "lp_independent": lambda: _lp(mf.solve_lp(p6, np.stack([q6, p6]), 2, "independent")),
-        "acc_exact": lambda: [mf.acceptance(n, P, Q, mf.verifiers[n].fixed_n or 3) for n in ("sd", "rrs", "kseq", "greedy", "spechub")],
+        "acc_exact": lambda: [
+            mf.acceptance(n, P, Q, mf.verifiers[n].fixed_n or 3) for n in ("sd", "rrs", "kseq", "greedy", "spechub")
+        ],
         "acc_rrs_wor": lambda: mf.acceptance("rrs-wor", p6, q6, 3),
         "acc_optimal_lp": lambda: mf.acceptance("optimal-lp", p6, q6, 3, scheme="wor"),
         "acc_estimate": lambda: mf.acceptance("rrs-wor", P, Q, 3, exact=False, samples=20_000, rng=7),
@@ -73,8 +75,8 @@ def test_eight_threads_every_entry_point_identical_to_serial() -> None:
             names = list(calls)
             for r in range(rounds):
                 # each thread walks the entry points in its own order, so different calls overlap
-                order = names[i % len(names):] + names[: i % len(names)]
-                for k in (order if r % 2 == 0 else order[::-1]):
+                order = names[i % len(names) :] + names[: i % len(names)]
+                for k in order if r % 2 == 0 else order[::-1]:
                     out = calls[k]()
                     prev = results[i].setdefault(k, out)
                     if not _same(prev, out):
@@ -117,10 +119,16 @@ def test_errors_in_threads_are_isolated() -> None:
     assert all(np.array_equal(a, want) for a in out["a"])
 
 
-@pytest.mark.parametrize("name, scheme", [("rrs", None), ("rrs-wor", None), ("greedy", None), ("spechub", None), ("optimal-lp", "wor")])
+@pytest.mark.parametrize(
+    "name, scheme", [("rrs", None), ("rrs-wor", None), ("greedy", None), ("spechub", None), ("optimal-lp", "wor")]
+)
 def test_seeded_simulation_independent_of_thread_count(name: str, scheme: str | None) -> None:
     n = mf.verifiers[name].fixed_n or 3
-    Pm, Qm = (P[:, :6] / P[:, :6].sum(1, keepdims=True), Q[:, :6] / Q[:, :6].sum(1, keepdims=True)) if name == "optimal-lp" else (P, Q)
+    Pm, Qm = (
+        (P[:, :6] / P[:, :6].sum(1, keepdims=True), Q[:, :6] / Q[:, :6].sum(1, keepdims=True))
+        if name == "optimal-lp"
+        else (P, Q)
+    )
     ref = mf.simulate(name, Pm, Qm, n, 9000, rng=5, scheme=scheme, threads=1)
     for threads in (2, 3, 8, 64):
         got = mf.simulate(name, Pm, Qm, n, 9000, rng=5, scheme=scheme, threads=threads)

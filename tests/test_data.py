@@ -110,8 +110,9 @@ def test_shipped_alpha_star_sane(shipped: LMDataset):
     # the compact (padded) arrays give the same alpha* as the dense (B, V) rows
     pd, qd = sub[:3].dense()
     np.testing.assert_allclose(optimal_acceptance(pd, qd, 2, "wor"), a_wor[:3], atol=1e-9)
-    np.testing.assert_allclose(optimal_acceptance(pd, qd, 3, "greedy"), optimal_acceptance(p[:3], q[:3], 3, "greedy"),
-                               atol=1e-9)
+    np.testing.assert_allclose(
+        optimal_acceptance(pd, qd, 3, "greedy"), optimal_acceptance(p[:3], q[:3], 3, "greedy"), atol=1e-9
+    )
 
 
 def test_shipped_dense_views(shipped: LMDataset):
@@ -133,9 +134,17 @@ def _synthetic(B: int = 8, V: int = 300, seed: int = 0) -> tuple[np.ndarray, np.
     q = rng.dirichlet(np.full(V, 0.05), size=B)
     p[0, : V // 2] = 0
     p[0] /= p[0].sum()
-    meta = [{"draft": "a" if i % 2 else "b", "temperature": 0.7 if i < B // 2 else 1.0,
-             "domain": "x" if i % 3 else "y", "prompt_id": f"x{i}" if i % 3 else f"y{i}", "position": i,
-             "token": i} for i in range(B)]
+    meta = [
+        {
+            "draft": "a" if i % 2 else "b",
+            "temperature": 0.7 if i < B // 2 else 1.0,
+            "domain": "x" if i % 3 else "y",
+            "prompt_id": f"x{i}" if i % 3 else f"y{i}",
+            "position": i,
+            "token": i,
+        }
+        for i in range(B)
+    ]
     return p, q, meta
 
 
@@ -188,8 +197,9 @@ def test_chunks_sparse_equals_dense():
         np.testing.assert_array_equal(qd, dc.q)
         pp, qp = sc.padded()
         for n, scheme in ((1, "iid"), (2, "iid"), (2, "wor"), (3, "greedy")):
-            np.testing.assert_allclose(optimal_acceptance(pp, qp, n, scheme), optimal_acceptance(dc.p, dc.q, n, scheme),
-                                       atol=1e-12)
+            np.testing.assert_allclose(
+                optimal_acceptance(pp, qp, n, scheme), optimal_acceptance(dc.p, dc.q, n, scheme), atol=1e-12
+            )
     np.testing.assert_allclose(ds.sum_min(), np.minimum(p, q).sum(axis=1), atol=1e-12)
 
 
@@ -233,8 +243,10 @@ def test_load_rejects_other_npz(tmp_path):
 
 def test_public_names_and_no_torch_import():
     assert mdsd_fast.load_dataset is load_dataset
-    code = "import sys, mdsd_fast, mdsd_fast.data, mdsd_fast.lm, mdsd_fast.cli; assert 'torch' not in sys.modules; " \
-           "assert 'transformers' not in sys.modules"
+    code = (
+        "import sys, mdsd_fast, mdsd_fast.data, mdsd_fast.lm, mdsd_fast.cli; assert 'torch' not in sys.modules; "
+        "assert 'transformers' not in sys.modules"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 

@@ -72,10 +72,18 @@ def test_regression_subnormal_rest_mass() -> None:
 def test_regression_exact3_two_token_cancellation() -> None:
     """wor n = 3 closed form: 1 - q_a - q_c computed as (1 - q_a) - q_c cancelled to 0 when two
     tokens hold all but 1e-290 of q (alpha* came out 1.0 instead of 0.9663)."""
-    p = np.array([0.0008452574538707307, 0.03283866792236872, 0.8915167373488643, 0.06913091756403793,
-                  0.005668419710858443])
-    q = np.array([3.4671005227048683e-308, 4.034620237268243e-298, 1.1765574277750805e-290,
-                  0.7118457545777682, 0.2881542454222318])
+    p = np.array(
+        [0.0008452574538707307, 0.03283866792236872, 0.8915167373488643, 0.06913091756403793, 0.005668419710858443]
+    )
+    q = np.array(
+        [
+            3.4671005227048683e-308,
+            4.034620237268243e-298,
+            1.1765574277750805e-290,
+            0.7118457545777682,
+            0.2881542454222318,
+        ]
+    )
     want = _bf(p, q, 3, "wor")
     assert want == pytest.approx(0.9663161089155002, abs=1e-12)
     for wm in ("auto", "exact", "integral"):

@@ -82,7 +82,9 @@ def test_solve_lp_refuses_before_allocating() -> None:
 def test_default_budget_message_states_the_size() -> None:
     V = 3000
     p = np.full(V, 1.0 / V)
-    with pytest.raises(mf.TooLargeError, match=r"scheme='iid': the enumeration needs 4501500 draft sets, above max_sets=2000000"):
+    with pytest.raises(
+        mf.TooLargeError, match=r"scheme='iid': the enumeration needs 4501500 draft sets, above max_sets=2000000"
+    ):
         mf.solve_lp(p, p, 2, "iid")
     assert mf.DEFAULT_MAX_SETS == 2_000_000
     assert issubclass(mf.TooLargeError, ValueError)
@@ -111,7 +113,9 @@ def test_exact_acceptance_refuses_before_working() -> None:
 def test_simulate_refuses_outputs_beyond_budget() -> None:
     p = np.array([0.5, 0.3, 0.2])
     t = time.perf_counter()
-    with pytest.raises(mf.TooLargeError, match=r"simulate: 1 row\(s\) x 1000000000000 samples x n = 4 needs 4.56e\+04 GiB"):
+    with pytest.raises(
+        mf.TooLargeError, match=r"simulate: 1 row\(s\) x 1000000000000 samples x n = 4 needs 4.56e\+04 GiB"
+    ):
         mf.simulate("rrs", p, p, 4, 10**12)
     with pytest.raises(mf.TooLargeError, match=r"simulate: 3000 row\(s\) x 1000000 samples x n = 1"):
         mf.simulate("sd", np.tile(p, (3000, 1)), p, 1, 10**6)
@@ -153,25 +157,37 @@ MAX_LATENCY = float(os.environ.get("MDSD_INTERRUPT_LATENCY", "1.0"))
 
 LONG_CALLS = {
     # parallel_rows over sample blocks, one thread and all threads (~minutes uninterrupted)
-    "estimate-1thread": ("p = np.array([0.5, 0.3, 0.2])",
-                         "mf.acceptance('rrs', p, p[::-1].copy(), 4, exact=False, samples=2**35, rng=0, threads=1)"),
-    "estimate-threads": ("p = np.array([0.5, 0.3, 0.2])",
-                         "mf.acceptance('kseq', p, p[::-1].copy(), 4, exact=False, samples=2**35, rng=0)"),
-    "simulate": ("p = np.array([0.5, 0.3, 0.2])",
-                 "[mf.simulate('rrs', p, p[::-1].copy(), 2, 10**7, rng=0) for _ in range(10**4)]"),
+    "estimate-1thread": (
+        "p = np.array([0.5, 0.3, 0.2])",
+        "mf.acceptance('rrs', p, p[::-1].copy(), 4, exact=False, samples=2**35, rng=0, threads=1)",
+    ),
+    "estimate-threads": (
+        "p = np.array([0.5, 0.3, 0.2])",
+        "mf.acceptance('kseq', p, p[::-1].copy(), 4, exact=False, samples=2**35, rng=0)",
+    ),
+    "simulate": (
+        "p = np.array([0.5, 0.3, 0.2])",
+        "[mf.simulate('rrs', p, p[::-1].copy(), 2, 10**7, rng=0) for _ in range(10**4)]",
+    ),
     # the native push-relabel max-flow loop, without the certificate hint (~seconds per solve)
-    "max-flow": ("rng = np.random.default_rng(0); V = 2500\n"
-                 "p = rng.dirichlet(np.ones(V)); q = rng.dirichlet(np.ones(V))\n"
-                 "m = _core.FlowModel(p, q, 2, 'iid', 1e8, None, None)",
-                 "[m.max_flow(None) for _ in range(1000)]"),
+    "max-flow": (
+        "rng = np.random.default_rng(0); V = 2500\n"
+        "p = rng.dirichlet(np.ones(V)); q = rng.dirichlet(np.ones(V))\n"
+        "m = _core.FlowModel(p, q, 2, 'iid', 1e8, None, None)",
+        "[m.max_flow(None) for _ in range(1000)]",
+    ),
     # the full-vocabulary wor route of "optimal": shipped row 336 at n = 2 runs every order and the
     # O(k^2) pair sweep (~25 s uninterrupted)
-    "wor-race": ("ds = mf.load_dataset(); ch = next(iter(ds.iter_chunks(len(ds))))\n"
-                 "p = np.asarray(ch.p[336], dtype=np.float64); q = np.asarray(ch.q[336], dtype=np.float64)",
-                 "mf.acceptance('optimal', p, q, 2, scheme='wor')"),
+    "wor-race": (
+        "ds = mf.load_dataset(); ch = next(iter(ds.iter_chunks(len(ds))))\n"
+        "p = np.asarray(ch.p[336], dtype=np.float64); q = np.asarray(ch.q[336], dtype=np.float64)",
+        "mf.acceptance('optimal', p, q, 2, scheme='wor')",
+    ),
     # draft-set enumeration (C++) inside solve_lp
-    "set-enumeration": ("V = 4000; p = np.full(V, 1.0 / V)",
-                        "mf.solve_lp(p, p, 2, 'iid', max_sets=10**9, solver='flow')"),
+    "set-enumeration": (
+        "V = 4000; p = np.full(V, 1.0 / V)",
+        "mf.solve_lp(p, p, 2, 'iid', max_sets=10**9, solver='flow')",
+    ),
 }
 
 

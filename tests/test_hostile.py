@@ -100,7 +100,11 @@ def test_bad_n_is_refused(entry: str, n: Any, exc: type[Exception], match: str) 
         (lambda: mf.solve_lp(P, Q, 21, "wor"), ValueError, "n: scheme 'wor' draws 21"),
         (lambda: mf.acceptance("sd", P, Q, 3), ValueError, "n: verifier 'sd' handles n = 1"),
         (lambda: mf.simulate("spechub", P, Q, 1, 5), ValueError, "n: verifier 'spechub' handles n = 2"),
-        (lambda: mf.optimal_acceptance(P, Q, 2, return_certificate="yes"), TypeError, "return_certificate: expected a bool"),
+        (
+            lambda: mf.optimal_acceptance(P, Q, 2, return_certificate="yes"),
+            TypeError,
+            "return_certificate: expected a bool",
+        ),
         (lambda: mf.optimal_acceptance(P, Q, 2, method=["dual"]), ValueError, "method: expected"),
         (lambda: mf.optimal_acceptance(P, Q, 2, wor_method=np.array([1, 2])), ValueError, "wor_method: expected"),
         (lambda: mf.optimal_acceptance(P, Q, 2, scheme=None), ValueError, "scheme: expected one of"),
@@ -115,10 +119,22 @@ def test_bad_n_is_refused(entry: str, n: Any, exc: type[Exception], match: str) 
         (lambda: mf.solve_lp(np.tile(P, (2, 1)), Q, 2), ValueError, r"p: expected shape \(V,\)"),
         (lambda: mf.solve_lp(P, None, 2, "iid"), ValueError, "q: required for scheme='iid'"),
         (lambda: mf.solve_lp(P, Q, 2, "independent"), ValueError, r"q: expected shape \(B, V\)"),
-        (lambda: mf.solve_lp(P, np.stack([Q, Q, Q]), 2, "independent"), ValueError, r"q: scheme='independent' expects shape \(n, V\) = \(2, 3\)"),
+        (
+            lambda: mf.solve_lp(P, np.stack([Q, Q, Q]), 2, "independent"),
+            ValueError,
+            r"q: scheme='independent' expects shape \(n, V\) = \(2, 3\)",
+        ),
         (lambda: mf.acceptance("rrs", P, Q, 2, exact="no"), TypeError, "exact: expected a bool"),
-        (lambda: mf.acceptance("rrs", P, Q, 2, exact=False, samples=0), ValueError, "samples: expected an integer >= 1"),
-        (lambda: mf.acceptance("rrs", P, Q, 2, exact=False, samples=2**70), ValueError, "samples: .* more than the supported"),
+        (
+            lambda: mf.acceptance("rrs", P, Q, 2, exact=False, samples=0),
+            ValueError,
+            "samples: expected an integer >= 1",
+        ),
+        (
+            lambda: mf.acceptance("rrs", P, Q, 2, exact=False, samples=2**70),
+            ValueError,
+            "samples: .* more than the supported",
+        ),
         (lambda: mf.simulate("rrs", P, Q, 2, -1), ValueError, "samples: expected an integer >= 0"),
         (lambda: mf.simulate("rrs", P, Q, 2, 10.0), TypeError, "samples: expected an integer"),
         (lambda: mf.simulate("rrs", P, Q, 2, True), TypeError, "samples: expected an integer"),
@@ -127,7 +143,11 @@ def test_bad_n_is_refused(entry: str, n: Any, exc: type[Exception], match: str) 
         (lambda: mf.simulate("nope", P, Q, 2, 10), ValueError, "name: expected one of"),
         (lambda: mf.simulate(None, P, Q, 2, 10), ValueError, "name: expected one of"),
         (lambda: mf.acceptance("optimal-lp", P, Q, 2, scheme="independent"), ValueError, "scheme: expected one of"),
-        (lambda: mf.acceptance("greedy", P, Q, 2, scheme="iid"), ValueError, "scheme: verifier 'greedy' verifies 'greedy'"),
+        (
+            lambda: mf.acceptance("greedy", P, Q, 2, scheme="iid"),
+            ValueError,
+            "scheme: verifier 'greedy' verifies 'greedy'",
+        ),
     ],
 )
 def test_bad_arguments_are_refused(call: Callable[[], Any], exc: type[Exception], match: str) -> None:

@@ -27,9 +27,18 @@ V = 97
 
 def _tiny(seed: int, layers: int = 4) -> object:
     torch.manual_seed(seed)
-    cfg = transformers.LlamaConfig(vocab_size=V, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
-                                   num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-                                   eos_token_id=None, bos_token_id=None, pad_token_id=None)
+    cfg = transformers.LlamaConfig(
+        vocab_size=V,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        eos_token_id=None,
+        bos_token_id=None,
+        pad_token_id=None,
+    )
     model = transformers.LlamaForCausalLM(cfg)
     with torch.no_grad():  # larger logits than the default init, so the distributions are not near-uniform
         model.lm_head.weight.mul_(40.0)
@@ -56,8 +65,7 @@ def _sequences(ds, prompts):
 def test_extract_matches_direct_softmax(models):
     target, other = models
     skip = LayerSkipDraft(target, [1, 2], "skip")
-    ds = extract(target, {"skip": skip, "other": other}, PROMPTS, (0.7, 1.0), max_new_tokens=6, seed=3,
-                 progress=False)
+    ds = extract(target, {"skip": skip, "other": other}, PROMPTS, (0.7, 1.0), max_new_tokens=6, seed=3, progress=False)
     assert len(ds) == 2 * 2 * 6 * 2
     assert ds.drafts == ["skip", "other"] and ds.domains == ["dom1", "dom2"]
     assert ds.p_truncation.max() <= MAX_TRUNCATION and ds.q_truncation.max() <= MAX_TRUNCATION
@@ -67,8 +75,10 @@ def test_extract_matches_direct_softmax(models):
     for (pid, T), (prompt, new) in _sequences(ds, PROMPTS).items():
         full = torch.tensor(prompt + new)
         with torch.no_grad():
-            logits = {name: m(input_ids=full[None]).logits[0].double() for name, m in
-                      (("target", target), ("skip", pruned), ("other", other))}
+            logits = {
+                name: m(input_ids=full[None]).logits[0].double()
+                for name, m in (("target", target), ("skip", pruned), ("other", other))
+            }
         for name in ("skip", "other"):
             sub = ds.select(prompt_id=pid, temperature=T, draft=name)
             assert sub.column("position").tolist() == list(range(len(new)))
@@ -137,8 +147,9 @@ def test_cli_extract_on_a_local_model(models, tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text('{"id": "x", "domain": "d", "text": "ignored"}\n')
     # no tokenizer is saved: give the prompt as ids through the Python API instead
-    ds = extract(target, {"other": other}, [Prompt("x", "d", input_ids=(4, 5, 6))], (0.7,), max_new_tokens=3,
-                 progress=False)
+    ds = extract(
+        target, {"other": other}, [Prompt("x", "d", input_ids=(4, 5, 6))], (0.7,), max_new_tokens=3, progress=False
+    )
     assert len(ds) == 3
     with pytest.raises(SystemExit):
         main(["extract", "--target", str(tmp_path / "target"), "--out", str(tmp_path / "o.npz")])

@@ -56,7 +56,7 @@ def _small_cases(count: int, seed: int):
     for _ in range(count):
         V = int(rng.integers(2, 9))
         n = int(rng.integers(1, 5))
-        if V ** n > 5000:  # keep the enumeration quick
+        if V**n > 5000:  # keep the enumeration quick
             n = max(1, int(math.log(5000) // math.log(V)))
         p, q = random_case(rng, V)
         yield p, q, n
@@ -443,7 +443,16 @@ def test_wor_chain_certifies(shipped) -> None:
 # 469 (after 8 and 12 moves, alpha* = 0.995 and 0.9945), 273 and 96 at n = 2 (alpha* = 0.89, 0.91),
 # and 244 at n = 2 (alpha* = 0.99992; its violations open their segments, which then merge).
 _REGROUP_ROWS = (
-    (210, 2), (129, 4), (196, 4), (150, 8), (346, 8), (282, 2), (469, 2), (273, 2), (96, 2), (244, 2),
+    (210, 2),
+    (129, 4),
+    (196, 4),
+    (150, 8),
+    (346, 8),
+    (282, 2),
+    (469, 2),
+    (273, 2),
+    (96, 2),
+    (244, 2),
 )
 
 

@@ -61,8 +61,14 @@ def test_report_equals_direct_api_calls() -> None:
             half = 1.96 * a.std(ddof=1) / math.sqrt(B)
             assert r["ci_low"] == pytest.approx(a.mean() - half, abs=1e-12)
             assert r["tokens_per_call"] == pytest.approx(expected_tokens(a.mean(), 4))
-    for v, s, n in [("rrs", "iid", 2), ("kseq", "iid", 3), ("greedy", "greedy", 3), ("spechub", "greedy", 2),
-                    ("rrs-wor", "wor", 2), ("sd", "iid", 1)]:
+    for v, s, n in [
+        ("rrs", "iid", 2),
+        ("kseq", "iid", 3),
+        ("greedy", "greedy", 3),
+        ("spechub", "greedy", 2),
+        ("rrs-wor", "wor", 2),
+        ("sd", "iid", 1),
+    ]:
         direct = mf.acceptance(v, p, q, n)
         r = by[(s, n, v)]
         assert r["exact"] is True
@@ -115,11 +121,18 @@ def test_workers_and_dask_give_identical_output(shards: Path, tmp_path: Path) ->
 def test_resume_after_a_killed_run_gives_identical_output(shards: Path, tmp_path: Path) -> None:
     args = ["--dataset", str(shards), "--n", "1,2,3", "--samples", "500", "--seed", "7", "--no-plots", "--no-progress"]
     full = tmp_path / "full"
-    subprocess.run([sys.executable, "-m", "mdsd_fast", "report", *args, "--out", str(full)], check=True,
-                   capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, "-m", "mdsd_fast", "report", *args, "--out", str(full)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     part = tmp_path / "part"
-    proc = subprocess.Popen([sys.executable, "-m", "mdsd_fast", "report", *args, "--out", str(part)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mdsd_fast", "report", *args, "--out", str(part)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:
         if len(list((part / "shards").glob("*.npz"))) >= 1:
@@ -129,8 +142,13 @@ def test_resume_after_a_killed_run_gives_identical_output(shards: Path, tmp_path
         proc.send_signal(signal.SIGKILL)
     proc.wait()
     done_before = sorted(p.name for p in (part / "shards").glob("*.npz") if not p.name.startswith("."))
-    res = subprocess.run([sys.executable, "-m", "mdsd_fast", "report", *args, "--out", str(part), "--resume"],
-                         check=True, capture_output=True, text=True, timeout=600)
+    res = subprocess.run(
+        [sys.executable, "-m", "mdsd_fast", "report", *args, "--out", str(part), "--resume"],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert "gap report" in res.stdout
     a = json.loads((full / "report.json").read_text())
     b = json.loads((part / "report.json").read_text())
@@ -145,7 +163,12 @@ def test_plots_are_written(shards: Path, tmp_path: Path) -> None:
     rep = gap_report(shards, config=CFG, out_dir=tmp_path / "out")
     files = rep.plot(tmp_path / "plots")
     names = sorted(os.path.basename(f) for f in files)
-    assert names == ["acceptance_vs_n.png", "acceptance_vs_temperature.png", "gap_per_verifier.png", "wor_minus_iid.png"]
+    assert names == [
+        "acceptance_vs_n.png",
+        "acceptance_vs_temperature.png",
+        "gap_per_verifier.png",
+        "wor_minus_iid.png",
+    ]
     for f in files:
         assert Path(f).stat().st_size > 10_000
 

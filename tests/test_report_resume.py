@@ -37,8 +37,14 @@ def tiny_dataset(path: Path, seed: int, rows: int = 3, V: int = 60) -> Path:
     for dom in ("chat", "code"):
         for k in range(rows):
             for t in (0.5, 1.0):
-                b.add(rng.dirichlet(np.full(V, 0.5)), rng.dirichlet(np.full(V, 0.5), size=2),
-                      prompt_id=f"{dom}{k}", domain=dom, temperature=t, position=k)
+                b.add(
+                    rng.dirichlet(np.full(V, 0.5)),
+                    rng.dirichlet(np.full(V, 0.5), size=2),
+                    prompt_id=f"{dom}{k}",
+                    domain=dom,
+                    temperature=t,
+                    position=k,
+                )
     path.parent.mkdir(parents=True, exist_ok=True)
     b.build().save(path)
     return path
@@ -96,7 +102,8 @@ def test_resume_same_file_name_other_folder(tmp_path: Path, capsys: pytest.Captu
     shutil.copyfile(b, a)
     ra2 = gap_report(a, config=CFG, out_dir=out, resume=True, progress=False)
     assert resume_line(capsys.readouterr().err) == (
-        f"resume: reused 0 of {GROUPS} groups ({GROUPS} recomputed: data changed for {GROUPS})")
+        f"resume: reused 0 of {GROUPS} groups ({GROUPS} recomputed: data changed for {GROUPS})"
+    )
     assert numbers(ra2) == numbers(fresh_b)
     # both files in one run: one shard each, no overwriting
     tiny_dataset(a, seed=1, rows=3)
@@ -109,8 +116,9 @@ def test_resume_same_file_name_other_folder(tmp_path: Path, capsys: pytest.Captu
     assert canon(per_file) == canon(expect)
 
 
-def test_resume_unchanged_reuses_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resume_unchanged_reuses_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     src = tiny_dataset(tmp_path / "data.npz", seed=5)
     out = tmp_path / "out"
     first = gap_report(src, config=CFG, out_dir=out, progress=False)
@@ -122,8 +130,7 @@ def test_resume_unchanged_reuses_and_says_so(tmp_path: Path, capsys: pytest.Capt
     assert {p: p.stat().st_mtime_ns for p in (out / "shards").glob("*.npz")} == shards
     assert numbers(again) == numbers(first)
     # a config change, then a code change (another build of the same version), are not reused
-    cfg2 = ReportConfig(schemes=CFG.schemes, ns=CFG.ns, verifiers=CFG.verifiers, samples=CFG.samples, seed=4,
-                        threads=1)
+    cfg2 = ReportConfig(schemes=CFG.schemes, ns=CFG.ns, verifiers=CFG.verifiers, samples=CFG.samples, seed=4, threads=1)
     gap_report(src, config=cfg2, out_dir=out, resume=True, progress=False)
     assert resume_line(capsys.readouterr().err).endswith(f"({GROUPS} recomputed: config changed for {GROUPS})")
     monkeypatch.setattr(report_mod, "_code_digest", lambda: "another build")
@@ -145,8 +152,23 @@ def test_progress_lines_when_not_a_terminal(tmp_path: Path, capsys: pytest.Captu
 
 def test_cli_progress_and_resume_lines_on_piped_stderr(tmp_path: Path) -> None:
     src = tiny_dataset(tmp_path / "data.npz", seed=7)
-    args = [sys.executable, "-m", "mdsd_fast", "report", "--dataset", str(src), "--out", str(tmp_path / "out"),
-            "--schemes", "iid,wor", "--n", "1,2", "--verifiers", "sd,rrs", "--no-plots"]
+    args = [
+        sys.executable,
+        "-m",
+        "mdsd_fast",
+        "report",
+        "--dataset",
+        str(src),
+        "--out",
+        str(tmp_path / "out"),
+        "--schemes",
+        "iid,wor",
+        "--n",
+        "1,2",
+        "--verifiers",
+        "sd,rrs",
+        "--no-plots",
+    ]
     res = subprocess.run(args, check=True, capture_output=True, text=True, timeout=300)
     lines = [ln for ln in res.stderr.splitlines() if ln.startswith("report:")]
     assert [ln.split(" groups done")[0] for ln in lines] == [f"report: {k}/{GROUPS}" for k in range(1, GROUPS + 1)]

@@ -214,8 +214,16 @@ def test_theory_table(key: tuple[str, int]) -> None:
         "lp-iid": mf.acceptance("optimal-lp", p, q, n, scheme="iid"),
         "lp-wor": mf.acceptance("optimal-lp", p, q, n, scheme="wor"),
     }
-    want = {"sd": sd, "rrs": rrs, "kseq": kseq, "rho": rho, "rrs-wor": rrs_wor, "greedy": greedy,
-            "lp-iid": opt_iid, "lp-wor": opt_wor}
+    want = {
+        "sd": sd,
+        "rrs": rrs,
+        "kseq": kseq,
+        "rho": rho,
+        "rrs-wor": rrs_wor,
+        "greedy": greedy,
+        "lp-iid": opt_iid,
+        "lp-wor": opt_wor,
+    }
     if n == 2:
         got["spechub"] = mf.acceptance("spechub", p, q, 2)
         want["spechub"] = greedy
@@ -282,7 +290,7 @@ def test_orderings() -> None:
         floor = float(np.minimum(p, q).sum())
         for name in NAMES:
             v = mf.verifiers[name]
-            for n in ([v.fixed_n] if v.fixed_n else [1, 2, 3, 4]):
+            for n in [v.fixed_n] if v.fixed_n else [1, 2, 3, 4]:
                 schemes = ("iid", "wor", "greedy") if name == "optimal-lp" else (v.scheme,)
                 for sch in schemes:
                     opt_scheme = sch if name == "optimal-lp" else v.optimal_scheme
@@ -364,8 +372,15 @@ def test_verify_follows_the_law() -> None:
     """100,000 verifications of one tuple: frequencies match the exact conditional law (chi-square)."""
     p = np.array([0.3, 0.25, 0.2, 0.15, 0.1, 0.0])
     q = np.array([0.05, 0.1, 0.4, 0.25, 0.1, 0.1])
-    for name, t in [("sd", [2]), ("rrs", [2, 2, 5]), ("rrs-wor", [2, 3, 5]), ("kseq", [3, 2, 4]),
-                    ("spechub", [2, 0]), ("greedy", [2, 3, 5]), ("optimal-lp", [5, 2, 2])]:
+    for name, t in [
+        ("sd", [2]),
+        ("rrs", [2, 2, 5]),
+        ("rrs-wor", [2, 3, 5]),
+        ("kseq", [3, 2, 4]),
+        ("spechub", [2, 0]),
+        ("greedy", [2, 3, 5]),
+        ("optimal-lp", [5, 2, 2]),
+    ]:
         n = len(t)
         drafts = np.tile(np.array(t), (100_000, 1))
         tok, acc = mf.verify(name, p, q, drafts, rng=1)

@@ -13,10 +13,9 @@ import numpy as np
 import pytest
 
 import mdsd_fast as mf
+from heldout import heldout_rows
 from mdsd_fast import _core
 from mdsd_fast.report import _FIXED_N, _VERIFIER_SCHEMES
-
-from heldout import heldout_rows
 
 
 @pytest.fixture(scope="module")

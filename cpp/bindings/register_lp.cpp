@@ -87,10 +87,10 @@ std::shared_ptr<FlowModel> make_model(const F64& p, const std::optional<F64>& q,
 
 void register_lp(py::module_& m) {
     py::register_exception<mdsd::TooLarge>(m, "TooLargeError", PyExc_ValueError);
-    py::class_<FlowModel, std::shared_ptr<FlowModel>>(m, "FlowModel",
-                                                      "Draft sets of one (p, scheme) pair and their flow LP in CSC form.")
-        .def(py::init(&make_model), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"),
-             py::arg("max_sets"), py::arg("tuples") = py::none(), py::arg("probs") = py::none())
+    py::class_<FlowModel, std::shared_ptr<FlowModel>>(
+        m, "FlowModel", "Draft sets of one (p, scheme) pair and their flow LP in CSC form.")
+        .def(py::init(&make_model), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"), py::arg("max_sets"),
+             py::arg("tuples") = py::none(), py::arg("probs") = py::none())
         .def_property_readonly("num_sets", [](const FlowModel& f) { return f.sets.num_sets(); })
         .def_property_readonly("num_edges", [](const FlowModel& f) { return static_cast<int64_t>(f.sets.tok.size()); })
         .def_property_readonly("num_col", [](const FlowModel& f) { return f.lp().num_col; })

@@ -30,7 +30,10 @@ mdsd::race::Grid race_grid(const F64& q, int n) {
     for (int64_t y = 0; y < q.shape(0); ++y) {
         const double x = q.data()[y];
         if (!(std::isfinite(x) && x >= 0.0)) throw std::invalid_argument("q: entries must be finite and >= 0");
-        if (x > 0.0) { qs.push_back(x); qsum += x; }
+        if (x > 0.0) {
+            qs.push_back(x);
+            qsum += x;
+        }
     }
     if (static_cast<int64_t>(qs.size()) < n)
         throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries, has " +

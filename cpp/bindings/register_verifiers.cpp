@@ -38,7 +38,8 @@ class VerifierBatch {
     VerifierBatch(const std::string& name, const F64& p, const F64& q, int n, const std::string& scheme,
                   const py::object& lp, int threads, double budget, const py::dict& wor_options)
         : name_(name) {
-        if (!(budget > 0.0)) throw std::invalid_argument("budget: must be a positive amount of work, got " + std::to_string(budget));
+        if (!(budget > 0.0))
+            throw std::invalid_argument("budget: must be a positive amount of work, got " + std::to_string(budget));
         v::wor::Options wor_opt;
         wor_opt.work_budget = budget;
         for (const auto& kv : wor_options) {
@@ -78,8 +79,8 @@ class VerifierBatch {
                 if (ptrs.back().shape(0) != S + 1 || toks.back().shape(0) != flows.back().shape(0) ||
                     (S + 1 > 0 && ptrs.back().data()[S] != toks.back().shape(0)))
                     throw std::invalid_argument("lp: inconsistent set_ptr / set_tokens / flows / set_weights");
-                flow[r] = v::LpFlow{ptrs.back().data(), toks.back().data(), flows.back().data(),
-                                    weights.back().data(), S};
+                flow[r] =
+                    v::LpFlow{ptrs.back().data(), toks.back().data(), flows.back().data(), weights.back().data(), S};
             }
         }
         rows_.resize(B_);
@@ -305,7 +306,8 @@ void register_verifiers(py::module_& m) {
         .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int,
                       double, const py::dict&>(),
              py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"), py::arg("lp") = py::none(),
-             py::arg("threads") = 0, py::arg("budget") = v::wor::kDefaultWorkBudget, py::arg("wor_options") = py::dict())
+             py::arg("threads") = 0, py::arg("budget") = v::wor::kDefaultWorkBudget,
+             py::arg("wor_options") = py::dict())
         .def("route", &VerifierBatch::route,
              "What the without-replacement route did with each row (optimal / sweep with scheme='wor'): a dict\n"
              "of arrays work, out_of_budget, best_order, orders_run, alpha_star, alpha_plan and best_order_name.")

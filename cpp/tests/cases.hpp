@@ -31,8 +31,15 @@ struct Gen {
     Vec dirichlet(int64_t V, double conc) {
         Vec x(V);
         double s = 0.0;
-        for (auto& v : x) { v = gamma(conc); s += v; }
-        if (!(s > 0.0)) { x.assign(V, 0.0); x[integer(0, V - 1)] = 1.0; return x; }
+        for (auto& v : x) {
+            v = gamma(conc);
+            s += v;
+        }
+        if (!(s > 0.0)) {
+            x.assign(V, 0.0);
+            x[integer(0, V - 1)] = 1.0;
+            return x;
+        }
         for (auto& v : x) v /= s;
         return x;
     }
@@ -104,7 +111,10 @@ inline void wor_tuples(const Vec& q, int n, const std::function<void(const std::
     std::vector<int> t;
     std::vector<char> used(V, 0);
     std::function<void(double)> rec = [&](double pr) {
-        if (static_cast<int>(t.size()) == n) { f(t, pr); return; }
+        if (static_cast<int>(t.size()) == n) {
+            f(t, pr);
+            return;
+        }
         long double rest = 0.0L;
         for (int j = 0; j < V; ++j)
             if (!used[j]) rest += q[j];
@@ -129,7 +139,10 @@ inline void iid_tuples(const Vec& q, int n, const std::function<void(const std::
         for (int k = 0; k < n; ++k) pr *= q[t[k]];
         if (pr > 0.0) f(t, pr);
         int k = n - 1;
-        while (k >= 0 && ++t[k] == V) { t[k] = 0; --k; }
+        while (k >= 0 && ++t[k] == V) {
+            t[k] = 0;
+            --k;
+        }
         if (k < 0) break;
     }
 }

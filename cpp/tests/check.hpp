@@ -67,60 +67,58 @@ inline int summary(const char* name) {
 
 #define CHECK(cond) ::check::record(static_cast<bool>(cond), __FILE__, __LINE__, "CHECK(" #cond ")", "")
 
-#define CHECK_MSG(cond, ...)                                                                  \
-    do {                                                                                      \
-        const bool check_ok_ = static_cast<bool>(cond);                                       \
-        char check_buf_[512] = "";                                                            \
-        if (!check_ok_) std::snprintf(check_buf_, sizeof check_buf_, __VA_ARGS__);            \
-        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK(" #cond ")", check_buf_);       \
+#define CHECK_MSG(cond, ...)                                                            \
+    do {                                                                                \
+        const bool check_ok_ = static_cast<bool>(cond);                                 \
+        char check_buf_[512] = "";                                                      \
+        if (!check_ok_) std::snprintf(check_buf_, sizeof check_buf_, __VA_ARGS__);      \
+        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK(" #cond ")", check_buf_); \
     } while (0)
 
-#define CHECK_EQ(a, b)                                                                        \
-    do {                                                                                      \
-        const auto check_a_ = (a);                                                            \
-        const auto check_b_ = (b);                                                            \
-        const bool check_ok_ = check_a_ == check_b_;                                          \
-        char check_buf_[256] = "";                                                            \
-        if (!check_ok_)                                                                       \
-            std::snprintf(check_buf_, sizeof check_buf_, "lhs = %.17g, rhs = %.17g",          \
-                          static_cast<double>(check_a_), static_cast<double>(check_b_));      \
-        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_EQ(" #a ", " #b ")", check_buf_); \
+#define CHECK_EQ(a, b)                                                                                              \
+    do {                                                                                                            \
+        const auto check_a_ = (a);                                                                                  \
+        const auto check_b_ = (b);                                                                                  \
+        const bool check_ok_ = check_a_ == check_b_;                                                                \
+        char check_buf_[256] = "";                                                                                  \
+        if (!check_ok_)                                                                                             \
+            std::snprintf(check_buf_, sizeof check_buf_, "lhs = %.17g, rhs = %.17g", static_cast<double>(check_a_), \
+                          static_cast<double>(check_b_));                                                           \
+        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_EQ(" #a ", " #b ")", check_buf_);                     \
     } while (0)
 
-#define CHECK_NEAR(a, b, tol)                                                                 \
-    do {                                                                                      \
-        const double check_a_ = (a), check_b_ = (b), check_t_ = (tol);                        \
-        const bool check_ok_ = ::check::near(check_a_, check_b_, check_t_);                   \
-        char check_buf_[256] = "";                                                            \
-        if (!check_ok_)                                                                       \
+#define CHECK_NEAR(a, b, tol)                                                                                  \
+    do {                                                                                                       \
+        const double check_a_ = (a), check_b_ = (b), check_t_ = (tol);                                         \
+        const bool check_ok_ = ::check::near(check_a_, check_b_, check_t_);                                    \
+        char check_buf_[256] = "";                                                                             \
+        if (!check_ok_)                                                                                        \
             std::snprintf(check_buf_, sizeof check_buf_, "lhs = %.17g, rhs = %.17g, |diff| = %.3g > tol %.3g", \
-                          check_a_, check_b_, std::fabs(check_a_ - check_b_), check_t_);      \
-        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_NEAR(" #a ", " #b ")", check_buf_); \
+                          check_a_, check_b_, std::fabs(check_a_ - check_b_), check_t_);                       \
+        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_NEAR(" #a ", " #b ")", check_buf_);              \
     } while (0)
 
-#define CHECK_CLOSE(a, b, rel, abs_)                                                          \
-    do {                                                                                      \
-        const double check_a_ = (a), check_b_ = (b);                                          \
-        const double check_t_ = (abs_) + (rel) * std::fabs(check_b_);                         \
-        const bool check_ok_ = ::check::near(check_a_, check_b_, check_t_);                   \
-        char check_buf_[256] = "";                                                            \
-        if (!check_ok_)                                                                       \
+#define CHECK_CLOSE(a, b, rel, abs_)                                                                           \
+    do {                                                                                                       \
+        const double check_a_ = (a), check_b_ = (b);                                                           \
+        const double check_t_ = (abs_) + (rel) * std::fabs(check_b_);                                          \
+        const bool check_ok_ = ::check::near(check_a_, check_b_, check_t_);                                    \
+        char check_buf_[256] = "";                                                                             \
+        if (!check_ok_)                                                                                        \
             std::snprintf(check_buf_, sizeof check_buf_, "lhs = %.17g, rhs = %.17g, |diff| = %.3g > tol %.3g", \
-                          check_a_, check_b_, std::fabs(check_a_ - check_b_), check_t_);      \
-        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_CLOSE(" #a ", " #b ")", check_buf_); \
+                          check_a_, check_b_, std::fabs(check_a_ - check_b_), check_t_);                       \
+        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_CLOSE(" #a ", " #b ")", check_buf_);             \
     } while (0)
 
-#define CHECK_THROWS(stmt, Type)                                                              \
-    do {                                                                                      \
-        const char* check_got_ = "nothing was thrown";                                        \
-        bool check_ok_ = false;                                                               \
-        try {                                                                                 \
-            stmt;                                                                             \
-        } catch (const Type&) {                                                               \
-            check_ok_ = true;                                                                 \
-        } catch (...) {                                                                       \
-            check_got_ = "another exception type was thrown";                                 \
-        }                                                                                     \
-        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_THROWS(" #stmt ", " #Type ")",  \
-                        check_ok_ ? "" : check_got_);                                         \
+#define CHECK_THROWS(stmt, Type)                                                             \
+    do {                                                                                     \
+        const char* check_got_ = "nothing was thrown";                                       \
+        bool check_ok_ = false;                                                              \
+        try {                                                                                \
+            stmt;                                                                            \
+        } catch (const Type&) { check_ok_ = true; } catch (...) {                            \
+            check_got_ = "another exception type was thrown";                                \
+        }                                                                                    \
+        ::check::record(check_ok_, __FILE__, __LINE__, "CHECK_THROWS(" #stmt ", " #Type ")", \
+                        check_ok_ ? "" : check_got_);                                        \
     } while (0)

@@ -64,13 +64,16 @@ static void test_iid_bruteforce(Gen& g) {
     for (int it = 0; it < 400; ++it) {
         const int V = static_cast<int>(g.integer(1, 10));
         Vec p, q;
-        if (V < 3) { p = g.dirichlet(V, 1.0); q = g.dirichlet(V, 1.0); }
-        else cases::random_case(g, V, p, q);
+        if (V < 3) {
+            p = g.dirichlet(V, 1.0);
+            q = g.dirichlet(V, 1.0);
+        } else cases::random_case(g, V, p, q);
         const int n = static_cast<int>(g.integer(1, 5));
         check::context("iid case %d: V = %d, n = %d", it, V, n);
         const auto P = mask_sums(p), S = mask_sums(q);
         long double best = 0.0L;
-        for (uint32_t m = 0; m < P.size(); ++m) best = std::min(best, P[m] - std::pow(S[m], static_cast<long double>(n)));
+        for (uint32_t m = 0; m < P.size(); ++m)
+            best = std::min(best, P[m] - std::pow(S[m], static_cast<long double>(n)));
         const double want = static_cast<double>(1.0L + best);
         mdsd::DualWorkspace ws;
         std::vector<int64_t> cert;
@@ -203,9 +206,12 @@ static void test_wor_evaluators_agree_llm(Gen& g) {
             for (int n : {2, 3}) {
                 check::context("llm V = %lld rep %d n = %d", static_cast<long long>(V), rep, n);
                 mdsd::DualWorkspace ws;
-                const double a_ex = mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Exact, ws, nullptr);
-                const double a_in = mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Integral, ws, nullptr);
-                const double a_au = mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Auto, ws, nullptr);
+                const double a_ex =
+                    mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Exact, ws, nullptr);
+                const double a_in =
+                    mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Integral, ws, nullptr);
+                const double a_au =
+                    mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Auto, ws, nullptr);
                 CHECK_NEAR(a_in, a_ex, kTol);
                 CHECK_NEAR(a_au, a_ex, kTol);
                 worst_alpha = std::max(worst_alpha, std::fabs(a_in - a_ex));
@@ -222,8 +228,8 @@ static void test_wor_evaluators_agree_llm(Gen& g) {
             }
         }
     }
-    std::printf("  wor evaluators on LLM-like rows: max |dalpha| = %.2g, max |dQ| over prefixes = %.2g\n",
-                worst_alpha, worst_q);
+    std::printf("  wor evaluators on LLM-like rows: max |dalpha| = %.2g, max |dQ| over prefixes = %.2g\n", worst_alpha,
+                worst_q);
 }
 
 // Greedy: T = top n-1 of q (ties: lower id), S = T + {x}, x ~ q on V \ T.
@@ -300,7 +306,8 @@ static void test_wor_pruning_llm(Gen& g) {
             Vec p, q;
             cases::llm_rows(g, V, p, q);
             mdsd::DualWorkspace ws;
-            const double got = mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Integral, ws, nullptr);
+            const double got =
+                mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Integral, ws, nullptr);
             const PrefixQ r = prefix_q(p, q, n);
             long double P = 0.0L, best = 0.0L;
             const int64_t K = static_cast<int64_t>(r.order.size());
@@ -324,7 +331,10 @@ static void test_wor_extremes(Gen& g) {
         const int big = static_cast<int>(g.integer(0, V - 1));
         const int kind = it % 3;
         for (int i = 0; i < V; ++i) {
-            if (i == big) { q[i] = 1.0; continue; }
+            if (i == big) {
+                q[i] = 1.0;
+                continue;
+            }
             const double u = g.uniform(0.5, 1.0);
             q[i] = kind == 0 ? u * 1e-310 : kind == 1 ? u * 1e-200 : u * 1e-17;
         }

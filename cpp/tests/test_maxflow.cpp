@@ -80,8 +80,10 @@ static void run_scheme(Gen& g, const char* scheme, int iters) {
         bool has_dual = true;
         const std::string s = scheme;
         if (s == "iid") sets = mdsd::sets_iid(p.data(), q.data(), V, n, 1e9);
-        else if (s == "wor") { sets = mdsd::sets_wor(p.data(), q.data(), V, n, 1e9); sc = mdsd::Scheme::Wor; }
-        else if (s == "greedy") {
+        else if (s == "wor") {
+            sets = mdsd::sets_wor(p.data(), q.data(), V, n, 1e9);
+            sc = mdsd::Scheme::Wor;
+        } else if (s == "greedy") {
             std::vector<int32_t> T;
             mdsd::greedy_top(q.data(), V, n, T);
             sets = mdsd::sets_greedy(p.data(), q.data(), V, n, T, 1e9);
@@ -115,7 +117,8 @@ static void run_scheme(Gen& g, const char* scheme, int iters) {
         // a wrong hint (H = every token, the complement of the certificate, or H = {}: an outer
         // network that cannot saturate when alpha* < 1) falls back to the plain flow
         std::vector<char> wrong(V, it % 3 == 0 ? 1 : 0);
-        if (it % 3 == 1) for (int y = 0; y < V; ++y) wrong[y] = !hint[y];
+        if (it % 3 == 1)
+            for (int y = 0; y < V; ++y) wrong[y] = !hint[y];
         const mdsd::MaxFlowResult fb = mdsd::max_flow_sets(sets, p.data(), V, wrong.data());
         check_flow(fb, sets, p, "wrong hint");
         CHECK_NEAR(fb.value, alpha, kTol);
@@ -136,8 +139,8 @@ static void run_medium(Gen& g) {
         check::context("medium %s case %d: V = %d, n = %d", wor ? "wor" : "iid", it, V, n);
         Vec p, q;
         cases::llm_rows(g, V, p, q, 0.8);
-        const mdsd::DraftSets sets = wor ? mdsd::sets_wor(p.data(), q.data(), V, n, 1e7)
-                                         : mdsd::sets_iid(p.data(), q.data(), V, n, 1e7);
+        const mdsd::DraftSets sets =
+            wor ? mdsd::sets_wor(p.data(), q.data(), V, n, 1e7) : mdsd::sets_iid(p.data(), q.data(), V, n, 1e7);
         mdsd::DualWorkspace ws;
         std::vector<int64_t> cert;
         const double alpha = mdsd::dual_alpha(p.data(), q.data(), V, n, wor ? mdsd::Scheme::Wor : mdsd::Scheme::Iid,

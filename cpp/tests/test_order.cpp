@@ -55,10 +55,13 @@ static void check_case(const Vec& p, const Vec& q, mdsd::OrderWorkspace& ws, con
     CHECK_EQ(order.size(), want.size());
     int64_t first_bad = -1;
     for (std::size_t j = 0; j < std::min(order.size(), want.size()); ++j)
-        if (order[j] != want[j]) { first_bad = static_cast<int64_t>(j); break; }
+        if (order[j] != want[j]) {
+            first_bad = static_cast<int64_t>(j);
+            break;
+        }
     CHECK_MSG(first_bad < 0, "%s: V = %zu, K = %lld, first mismatch at %lld: got token %d, want %d", what, q.size(),
-              static_cast<long long>(K), static_cast<long long>(first_bad),
-              first_bad >= 0 ? order[first_bad] : -1, first_bad >= 0 ? want[first_bad] : -1);
+              static_cast<long long>(K), static_cast<long long>(first_bad), first_bad >= 0 ? order[first_bad] : -1,
+              first_bad >= 0 ? want[first_bad] : -1);
     int64_t inverted = -1;
     for (std::size_t j = 1; j < order.size() && inverted < 0; ++j) {
         const int32_t a = order[j - 1], b = order[j];
@@ -66,8 +69,8 @@ static void check_case(const Vec& p, const Vec& q, mdsd::OrderWorkspace& ws, con
         if (exact_cmp(p[a], q[a], p[b], q[b]) > 0 && ref_key(p, q, a) != ref_key(p, q, b))
             inverted = static_cast<int64_t>(j);
     }
-    CHECK_MSG(inverted < 0, "%s: V = %zu, tokens at %lld and %lld are in decreasing exact p/q order", what,
-              q.size(), static_cast<long long>(inverted - 1), static_cast<long long>(inverted));
+    CHECK_MSG(inverted < 0, "%s: V = %zu, tokens at %lld and %lld are in decreasing exact p/q order", what, q.size(),
+              static_cast<long long>(inverted - 1), static_cast<long long>(inverted));
 }
 
 // Inject exact ties: copies of (p_i, q_i) onto other tokens, and power-of-two scalings of both.
@@ -117,7 +120,10 @@ int main() {
         check::context("all ties V = %lld", static_cast<long long>(V));
         Vec p(V, 1.0 / V), q(V, 1.0 / V);
         check_case(p, q, ws, "all equal");
-        for (int64_t i = 0; i < V; ++i) { p[i] = std::ldexp(1.0, -static_cast<int>(i % 50)); q[i] = 2.0 * p[i]; }
+        for (int64_t i = 0; i < V; ++i) {
+            p[i] = std::ldexp(1.0, -static_cast<int>(i % 50));
+            q[i] = 2.0 * p[i];
+        }
         check_case(p, q, ws, "all ratio 1/2");
     }
 

@@ -32,7 +32,10 @@ static R::Grid grid_of(const Vec& q, int n) {
     std::vector<double> qs;
     double qsum = 0.0;
     for (double x : q)
-        if (x > 0.0) { qs.push_back(x); qsum += x; }
+        if (x > 0.0) {
+            qs.push_back(x);
+            qsum += x;
+        }
     std::sort(qs.begin(), qs.end(), std::greater<double>());
     R::Grid gr;
     gr.build(n, qsum, static_cast<int64_t>(qs.size()) > n ? qs[n] : 0.0, qs.back());
@@ -225,7 +228,8 @@ static void test_division_equals_checkpointed_pass(Gen& g) {
             std::vector<int32_t> order;
             for (int32_t y = 0; y < V; ++y)
                 if (p[y] > 0.0 && q[y] > 0.0) order.push_back(y);
-            std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p[a] / q[a] > p[b] / q[b]; });
+            std::stable_sort(order.begin(), order.end(),
+                             [&](int32_t a, int32_t b) { return p[a] / q[a] > p[b] / q[b]; });
             bool used_div = false;
             const Greedy d = race_greedy(p, q, n, order, true, &used_div), c = race_greedy(p, q, n, order, false);
             CHECK(used_div);
@@ -257,7 +261,10 @@ static void test_product_by_moments(Gen& g) {
             std::vector<int32_t> small;
             double qs = 0.0;
             for (int32_t y = 0; y < V; ++y)
-                if (q[y] > 0.0 && q[y] <= qcut) { small.push_back(y); qs = std::max(qs, q[y]); }
+                if (q[y] > 0.0 && q[y] <= qcut) {
+                    small.push_back(y);
+                    qs = std::max(qs, q[y]);
+                }
             CHECK(small.size() > static_cast<std::size_t>(V / 2));
             R::Pair pm;
             const bool ok = R::product_by_moments(gr, q.data(), small, qs, pm);

@@ -90,7 +90,10 @@ static void test_uniform() {
     bool bin_ok = true;
     for (int i = 0; i < N; ++i) {
         const int k = static_cast<int>(r2.uniform() * 16);
-        if (k < 0 || k > 15) { bin_ok = false; continue; }
+        if (k < 0 || k > 15) {
+            bin_ok = false;
+            continue;
+        }
         ++bins[k];
     }
     CHECK(bin_ok);
@@ -121,13 +124,17 @@ static void test_below() {
         bool idx_ok = true;
         for (int i = 0; i < N; ++i) {
             const uint64_t x = r.below(m);
-            if (x >= m) { idx_ok = false; continue; }
+            if (x >= m) {
+                idx_ok = false;
+                continue;
+            }
             ++c[x];
         }
         CHECK(idx_ok);
         double chi = 0.0;
         for (int x : c) chi += (x - double(N) / m) * (x - double(N) / m) / (double(N) / m);
-        CHECK_MSG(chi < (m == 10 ? 41.0 : 36.0), "below(%llu): chi-square = %.1f", static_cast<unsigned long long>(m), chi);
+        CHECK_MSG(chi < (m == 10 ? 41.0 : 36.0), "below(%llu): chi-square = %.1f", static_cast<unsigned long long>(m),
+                  chi);
         bool all = true;
         for (int x : c) all &= x > 0;
         CHECK(all);

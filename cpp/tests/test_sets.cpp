@@ -49,7 +49,10 @@ static void compare(const mdsd::DraftSets& got, const Law& want, long double wan
     double worst = 0.0;
     for (const auto& [a, w] : want) {
         auto it = g.find(a);
-        if (it == g.end()) { if (w > 0.0L) ++missing; continue; }
+        if (it == g.end()) {
+            if (w > 0.0L) ++missing;
+            continue;
+        }
         const double err = std::fabs(it->second - static_cast<double>(w)) / static_cast<double>(w);
         worst = std::max(worst, err);
     }
@@ -86,8 +89,10 @@ static void test_iid(Gen& g) {
     for (int it = 0; it < 200; ++it) {
         const int V = static_cast<int>(g.integer(1, 7));
         Vec p, q;
-        if (V < 3) { p = g.dirichlet(V, 1.0); q = g.dirichlet(V, 1.0); }
-        else cases::random_case(g, V, p, q);
+        if (V < 3) {
+            p = g.dirichlet(V, 1.0);
+            q = g.dirichlet(V, 1.0);
+        } else cases::random_case(g, V, p, q);
         const int n = static_cast<int>(g.integer(1, 5));
         check::context("iid case %d: V = %d, n = %d", it, V, n);
         Law want;
@@ -168,7 +173,10 @@ static void test_independent_and_explicit(Gen& g) {
                 probs.push_back(static_cast<double>(pr));
             }
             int k = n - 1;
-            while (k >= 0 && ++t[k] == V) { t[k] = 0; --k; }
+            while (k >= 0 && ++t[k] == V) {
+                t[k] = 0;
+                --k;
+            }
             if (k < 0) break;
         }
         compare(mdsd::sets_independent(p.data(), qs.data(), V, n, 1e9), want, rej, "sets_independent");

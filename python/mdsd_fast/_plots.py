@@ -43,8 +43,9 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
 
     # 1. acceptance vs n, per draft (rows) and scheme (columns): the bound and the verifiers under it
     pooled = _pooled(recs, ("draft", "scheme", "method", "n"))
-    fig, axes = plt.subplots(len(drafts), len(schemes), figsize=(4.2 * len(schemes), 3.2 * len(drafts)),
-                             squeeze=False, sharex=True)
+    fig, axes = plt.subplots(
+        len(drafts), len(schemes), figsize=(4.2 * len(schemes), 3.2 * len(drafts)), squeeze=False, sharex=True
+    )
     for i, d in enumerate(drafts):
         for j, s in enumerate(schemes):
             ax = axes[i][j]
@@ -97,8 +98,7 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
         for n in ns:
             if n < 2:
                 continue
-            parts = [a[f"alpha/wor/{n}"] - a[f"alpha/iid/{n}"] for a in rep.positions.values()
-                     if f"alpha/wor/{n}" in a]
+            parts = [a[f"alpha/wor/{n}"] - a[f"alpha/iid/{n}"] for a in rep.positions.values() if f"alpha/wor/{n}" in a]
             d = np.concatenate(parts) if parts else np.zeros(0)
             d = d[np.isfinite(d)]
             if d.size:

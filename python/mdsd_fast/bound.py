@@ -187,7 +187,9 @@ def solve_lp(
     if isinstance(max_sets, bool) or not isinstance(max_sets, (int, np.integer)) or max_sets < 1:
         raise ValueError(f"max_sets: expected a positive integer, got {max_sets!r}")
     if time_limit is not None:
-        if isinstance(time_limit, (bool, np.bool_)) or not isinstance(time_limit, (int, float, np.integer, np.floating)):
+        if isinstance(time_limit, (bool, np.bool_)) or not isinstance(
+            time_limit, (int, float, np.integer, np.floating)
+        ):
             raise TypeError(f"time_limit: expected a number of seconds or None, got {type(time_limit).__name__}")
         if not float(time_limit) > 0:  # also refuses NaN, which HiGHS would ignore (keeping a stale limit)
             raise ValueError(f"time_limit: expected a positive number of seconds, got {time_limit!r}")
@@ -322,13 +324,27 @@ def solve_lp(
 
 @overload
 def optimal_acceptance(
-    p: ArrayLike, q: ArrayLike, n: int, scheme: Scheme = ..., *, method: str = ...,
-    return_certificate: Literal[False] = ..., wor_method: str = ..., threads: int | None = ...,
+    p: ArrayLike,
+    q: ArrayLike,
+    n: int,
+    scheme: Scheme = ...,
+    *,
+    method: str = ...,
+    return_certificate: Literal[False] = ...,
+    wor_method: str = ...,
+    threads: int | None = ...,
 ) -> Any: ...
 @overload
 def optimal_acceptance(
-    p: ArrayLike, q: ArrayLike, n: int, scheme: Scheme = ..., *, method: str = ...,
-    return_certificate: Literal[True], wor_method: str = ..., threads: int | None = ...,
+    p: ArrayLike,
+    q: ArrayLike,
+    n: int,
+    scheme: Scheme = ...,
+    *,
+    method: str = ...,
+    return_certificate: Literal[True],
+    wor_method: str = ...,
+    threads: int | None = ...,
 ) -> tuple[Any, Any]: ...
 
 

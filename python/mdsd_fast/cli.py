@@ -81,14 +81,25 @@ def _add_report_parser(sub: Any) -> None:
         "acceptance and its gap to the bound, expected tokens per target call; markdown on stdout, "
         "CSV/JSON/PNG in --out.",
     )
-    rp.add_argument("--dataset", default=None,
-                    help="a dataset file or a directory of dataset shards (.npz); default: the shipped SmolLM2 data")
-    rp.add_argument("--arrays", nargs=2, metavar=("P.npy", "Q.npy"), default=None,
-                    help="your own (B, V) target and draft arrays instead of a dataset")
+    rp.add_argument(
+        "--dataset",
+        default=None,
+        help="a dataset file or a directory of dataset shards (.npz); default: the shipped SmolLM2 data",
+    )
+    rp.add_argument(
+        "--arrays",
+        nargs=2,
+        metavar=("P.npy", "Q.npy"),
+        default=None,
+        help="your own (B, V) target and draft arrays instead of a dataset",
+    )
     rp.add_argument("--schemes", default="iid,wor,greedy", help="comma-separated (default iid,wor,greedy)")
     rp.add_argument("--n", default="1,2,3,4", help="numbers of drafts, comma-separated, each 1..8 (default 1,2,3,4)")
-    rp.add_argument("--verifiers", default=",".join(DEFAULT_VERIFIERS),
-                    help=f"comma-separated (default {','.join(DEFAULT_VERIFIERS)}; also optimal-lp on small data)")
+    rp.add_argument(
+        "--verifiers",
+        default=",".join(DEFAULT_VERIFIERS),
+        help=f"comma-separated (default {','.join(DEFAULT_VERIFIERS)}; also optimal-lp on small data)",
+    )
     rp.add_argument("--temperatures", default=None, help="only these temperatures, comma-separated")
     rp.add_argument("--out", default="mdsd_report", help="output directory (default ./mdsd_report)")
     rp.add_argument("--simulate", action="store_true", help="simulate every verifier instead of exact acceptance")
@@ -103,14 +114,20 @@ def _add_report_parser(sub: Any) -> None:
     )
     rp.add_argument("--seed", type=int, default=0)
     rp.add_argument("--gamma", type=int, default=4, help="drafted positions per target call (default 4)")
-    rp.add_argument("--resume", action="store_true",
-                    help="reuse the groups already computed in --out on the same data, settings and code "
-                         "(checked by content hashes; the rest are recomputed)")
+    rp.add_argument(
+        "--resume",
+        action="store_true",
+        help="reuse the groups already computed in --out on the same data, settings and code "
+        "(checked by content hashes; the rest are recomputed)",
+    )
     rp.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
     rp.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://127.0.0.1:8786")
     rp.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
-    rp.add_argument("--no-progress", action="store_true",
-                    help="no progress bar (on a terminal) or per-group progress lines on stderr (otherwise)")
+    rp.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar (on a terminal) or per-group progress lines on stderr (otherwise)",
+    )
     rp.add_argument("--max-rows", type=int, default=80, help="rows of the table printed on stdout (default 60)")
     rp.set_defaults(func=_report)
 
@@ -137,8 +154,13 @@ def _report(args: argparse.Namespace) -> int:
         dataset = (np.load(args.arrays[0]), np.load(args.arrays[1]))
     t0 = time.perf_counter()
     rep: GapReport = gap_report(
-        dataset, config=cfg, out_dir=args.out, resume=args.resume, workers=args.workers,
-        scheduler=args.scheduler, progress=False if args.no_progress else None,
+        dataset,
+        config=cfg,
+        out_dir=args.out,
+        resume=args.resume,
+        workers=args.workers,
+        scheduler=args.scheduler,
+        progress=False if args.no_progress else None,
         command=" ".join(["mdsd-fast", *sys.argv[1:]]),
     )
     out = Path(args.out)
@@ -149,10 +171,14 @@ def _report(args: argparse.Namespace) -> int:
     full_md = rep.markdown()
     findings = rep.findings_markdown()
     (out / "report.md").write_text(f"# mdsd_fast gap report\n\n{full_md}\n\n## Findings\n\n{findings}\n")
-    print(f"mdsd_fast {__version__} gap report: {rep.metadata['units']} groups, "
-          f"{sum(r['positions'] for r in rep.records if r['method'] == 'alpha*' and r['domain'] != 'all' and r['n'] == cfg.ns[0] and r['scheme'] == cfg.schemes[0])} positions")
-    print("alpha* mean (95% CI over positions); verifier acceptance (its difference to alpha* of its scheme); "
-          "* = simulated" + ("; pooled over domains (per-domain rows in report.md/csv/json)" if pooled else "") + "\n")
+    print(
+        f"mdsd_fast {__version__} gap report: {rep.metadata['units']} groups, "
+        f"{sum(r['positions'] for r in rep.records if r['method'] == 'alpha*' and r['domain'] != 'all' and r['n'] == cfg.ns[0] and r['scheme'] == cfg.schemes[0])} positions"
+    )
+    print(
+        "alpha* mean (95% CI over positions); verifier acceptance (its difference to alpha* of its scheme); "
+        "* = simulated" + ("; pooled over domains (per-domain rows in report.md/csv/json)" if pooled else "") + "\n"
+    )
     print(md)
     print("\nFindings on this data:\n")
     print(findings)
@@ -162,8 +188,9 @@ def _report(args: argparse.Namespace) -> int:
             print("\nplots: " + ", ".join(files))
         except ImportError as exc:
             print(f"\n(no plots: {exc})")
-    print(f"\nfiles: {out / 'report.md'}, {out / 'report.csv'}, {out / 'report.json'}; "
-          f"{time.perf_counter() - t0:.1f} s")
+    print(
+        f"\nfiles: {out / 'report.md'}, {out / 'report.csv'}, {out / 'report.json'}; {time.perf_counter() - t0:.1f} s"
+    )
     return 0
 
 

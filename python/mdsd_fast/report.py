@@ -208,8 +208,15 @@ def _code_digest() -> str:
 def _resume_key(unit: Unit, cfg: ReportConfig, source_digest: str) -> dict[str, str]:
     """What a shard's numbers depend on: the data (the source's content hash and the unit's
     selection of rows), the config and the code. A shard is reused only if all three are equal."""
-    sel = json.dumps(dict(shard=unit.shard_name, domain=unit.domain, draft=unit.draft,
-                          temperature=None if math.isnan(unit.temperature) else unit.temperature), sort_keys=True)
+    sel = json.dumps(
+        dict(
+            shard=unit.shard_name,
+            domain=unit.domain,
+            draft=unit.draft,
+            temperature=None if math.isnan(unit.temperature) else unit.temperature,
+        ),
+        sort_keys=True,
+    )
     data = hashlib.sha256(f"{source_digest}|{sel}".encode()).hexdigest()[:32]
     return dict(data=data, config=cfg.fingerprint(), code=_code_digest())
 
@@ -269,8 +276,9 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
             except TooLargeError:
                 exact = False
         if not exact:
-            e, s_err = _acceptance_rows(name, p, q, n, exact=False, samples=cfg.samples,
-                                  rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"), **kw)
+            e, s_err = _acceptance_rows(
+                name, p, q, n, exact=False, samples=cfg.samples, rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"), **kw
+            )
             est = np.asarray(e, dtype=np.float64).reshape(-1)
             se = np.asarray(s_err, dtype=np.float64).reshape(-1)
         arrays[f"verifier/{v}/{s}/{n}/value"] = est
@@ -278,8 +286,14 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         arrays[f"verifier/{v}/{s}/{n}/exact"] = np.array(exact)
     arrays["rows"] = np.array([m["row"] for m in ds.meta], dtype=np.int64)
     arrays["sum_min"] = np.minimum(p, q).sum(axis=1)
-    meta = dict(unit=unit.__dict__, fingerprint=cfg.fingerprint(), positions=len(ds), version=__version__,
-                source_digest=digest, resume_key=_resume_key(unit, cfg, digest))
+    meta = dict(
+        unit=unit.__dict__,
+        fingerprint=cfg.fingerprint(),
+        positions=len(ds),
+        version=__version__,
+        source_digest=digest,
+        resume_key=_resume_key(unit, cfg, digest),
+    )
     arrays["__meta__"] = np.array(json.dumps(meta))
     path = Path(out_dir) / "shards" / f"{unit.shard_name}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -336,8 +350,25 @@ class GapReport:
     metadata: dict[str, Any]
     positions: dict[str, dict[str, NDArray[Any]]] = field(repr=False, default_factory=dict)
 
-    COLUMNS = ("domain", "temperature", "draft", "scheme", "n", "method", "kind", "exact", "positions",
-               "mean", "ci_low", "ci_high", "sim_se", "alpha_star", "gap_abs", "gap_rel", "tokens_per_call")
+    COLUMNS = (
+        "domain",
+        "temperature",
+        "draft",
+        "scheme",
+        "n",
+        "method",
+        "kind",
+        "exact",
+        "positions",
+        "mean",
+        "ci_low",
+        "ci_high",
+        "sim_se",
+        "alpha_star",
+        "gap_abs",
+        "gap_rel",
+        "tokens_per_call",
+    )
 
     # ---------------------------------------------------------------- output
     def to_csv(self, path: str | os.PathLike[str] | None = None) -> str:
@@ -352,8 +383,11 @@ class GapReport:
         return text
 
     def to_json(self, path: str | os.PathLike[str] | None = None) -> str:
-        text = json.dumps({"metadata": self.metadata, "findings": self.findings, "records": self.records},
-                          indent=1, default=_json_default)
+        text = json.dumps(
+            {"metadata": self.metadata, "findings": self.findings, "records": self.records},
+            indent=1,
+            default=_json_default,
+        )
         if path is not None:
             _atomic_write(Path(path), text)
         return text
@@ -413,8 +447,10 @@ class GapReport:
                     gap = round(-rec["gap_abs"], 4) + 0.0  # + 0.0 turns -0.0 into 0.0
                     cells.append(f"{rec['mean']:.4f}{star} ({gap:+.4f})")
             t = "" if k[1] is None or (isinstance(k[1], float) and math.isnan(k[1])) else f"{k[1]:g}"
-            lines.append(f"| {k[0]} | {t} | {k[2]} | {k[3]} | {k[4]} | {b['positions']} | "
-                         f"{b['mean']:.4f} ({b['ci_low']:.4f}–{b['ci_high']:.4f}) | " + " | ".join(cells) + " |")
+            lines.append(
+                f"| {k[0]} | {t} | {k[2]} | {k[3]} | {k[4]} | {b['positions']} | "
+                f"{b['mean']:.4f} ({b['ci_low']:.4f}–{b['ci_high']:.4f}) | " + " | ".join(cells) + " |"
+            )
         return "\n".join(lines)
 
     def findings_markdown(self) -> str:
@@ -488,8 +524,12 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(1)
         elif self.plain:
-            print(f"{self.desc}: {self.done}/{self.total} groups done ({unit.label()}) "
-                  f"{time.perf_counter() - self.t0:.1f} s", file=sys.stderr, flush=True)
+            print(
+                f"{self.desc}: {self.done}/{self.total} groups done ({unit.label()}) "
+                f"{time.perf_counter() - self.t0:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.bar is not None:
@@ -517,8 +557,9 @@ def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
     return units
 
 
-def _run_units(units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: int, scheduler: str | None,
-               progress: bool | None) -> None:
+def _run_units(
+    units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: int, scheduler: str | None, progress: bool | None
+) -> None:
     bar = _Progress(len(units), progress, "report")
     try:
         if scheduler:
@@ -555,9 +596,25 @@ def _records_for(base: dict[str, Any], arr: dict[str, NDArray[Any]], cfg: Report
         a = arr[f"alpha/{s}/{n}"]
         m, lo, hi = _ci95(a)
         alpha_mean[(s, n)] = m
-        records.append(dict(base, scheme=s, n=n, method="alpha*", kind="bound", exact=True,
-                            positions=int(np.isfinite(a).sum()), mean=m, ci_low=lo, ci_high=hi, sim_se=0.0,
-                            alpha_star=m, gap_abs=0.0, gap_rel=0.0, tokens_per_call=expected_tokens(m, cfg.gamma)))
+        records.append(
+            dict(
+                base,
+                scheme=s,
+                n=n,
+                method="alpha*",
+                kind="bound",
+                exact=True,
+                positions=int(np.isfinite(a).sum()),
+                mean=m,
+                ci_low=lo,
+                ci_high=hi,
+                sim_se=0.0,
+                alpha_star=m,
+                gap_abs=0.0,
+                gap_rel=0.0,
+                tokens_per_call=expected_tokens(m, cfg.gamma),
+            )
+        )
     for v, s, n in cfg.verifier_runs():
         val = arr[f"verifier/{v}/{s}/{n}/value"]
         se = arr[f"verifier/{v}/{s}/{n}/se"]
@@ -565,16 +622,33 @@ def _records_for(base: dict[str, Any], arr: dict[str, NDArray[Any]], cfg: Report
         m, lo, hi = _ci95(val)
         ok = np.isfinite(val)
         sim_se = float(math.sqrt(float(np.sum(se[ok] ** 2))) / max(1, int(ok.sum())))
-        for scheme in ([s] if v != "sd" else list(cfg.schemes)):
+        for scheme in [s] if v != "sd" else list(cfg.schemes):
             a_s = alpha_mean.get((scheme, n), math.nan)
-            records.append(dict(base, scheme=scheme, n=n, method=v, kind="verifier", exact=exact,
-                                positions=int(ok.sum()), mean=m, ci_low=lo, ci_high=hi, sim_se=sim_se,
-                                alpha_star=a_s, gap_abs=a_s - m, gap_rel=(a_s - m) / a_s if a_s > 0 else math.nan,
-                                tokens_per_call=expected_tokens(m, cfg.gamma)))
+            records.append(
+                dict(
+                    base,
+                    scheme=scheme,
+                    n=n,
+                    method=v,
+                    kind="verifier",
+                    exact=exact,
+                    positions=int(ok.sum()),
+                    mean=m,
+                    ci_low=lo,
+                    ci_high=hi,
+                    sim_se=sim_se,
+                    alpha_star=a_s,
+                    gap_abs=a_s - m,
+                    gap_rel=(a_s - m) / a_s if a_s > 0 else math.nan,
+                    tokens_per_call=expected_tokens(m, cfg.gamma),
+                )
+            )
     return records
 
 
-def _aggregate(units: list[Unit], cfg: ReportConfig, out_dir: str) -> tuple[list[dict[str, Any]], dict[str, dict[str, NDArray[Any]]]]:
+def _aggregate(
+    units: list[Unit], cfg: ReportConfig, out_dir: str
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, NDArray[Any]]]]:
     """Per-unit records, then the same pooled over domains (domain = "all") per (temperature, draft)."""
     records: list[dict[str, Any]] = []
     positions: dict[str, dict[str, NDArray[Any]]] = {}
@@ -588,14 +662,17 @@ def _aggregate(units: list[Unit], cfg: ReportConfig, out_dir: str) -> tuple[list
         pooled.setdefault((temp, u.draft), []).append(arr)
     if len({u.domain for u in units}) > 1:
         for (temp, draft), arrs in pooled.items():
-            cat = {k: (np.concatenate([a[k] for a in arrs]) if arrs[0][k].ndim else np.array([a[k] for a in arrs]))
-                   for k in arrs[0]}
+            cat = {
+                k: (np.concatenate([a[k] for a in arrs]) if arrs[0][k].ndim else np.array([a[k] for a in arrs]))
+                for k in arrs[0]
+            }
             records += _records_for(dict(domain="all", temperature=temp, draft=draft), cat, cfg)
     return records, positions
 
 
 def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) -> list[dict[str, Any]]:
     """The seed paper's findings, checked position by position on the data, with numbers."""
+
     def cat(key: str) -> NDArray[np.float64]:
         parts = [a[key] for a in positions.values() if key in a]
         return np.concatenate(parts) if parts else np.zeros(0)
@@ -612,12 +689,24 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
             worst = min(worst, float(d.min()) if d.size else math.inf)
             total += d.size
             mean_gain.append(f"n={n}: {d.mean():+.4f}")
-        out.append(dict(claim="α*_wor ≥ α*_iid at every n ≥ 2", holds=worst >= -tol,
-                        evidence=f"min over {total} (position, n) pairs of α*_wor − α*_iid = {worst:+.2e}; mean gain "
-                                 + ", ".join(mean_gain)))
+        out.append(
+            dict(
+                claim="α*_wor ≥ α*_iid at every n ≥ 2",
+                holds=worst >= -tol,
+                evidence=f"min over {total} (position, n) pairs of α*_wor − α*_iid = {worst:+.2e}; mean gain "
+                + ", ".join(mean_gain),
+            )
+        )
     attaining = ("greedy", "spechub", "optimal")  # verifiers that reach the bound of their scheme
-    for v, s in (("rrs", "iid"), ("kseq", "iid"), ("rrs-wor", "wor"), ("greedy", "greedy"), ("spechub", "greedy"),
-                 ("optimal", "iid"), ("sweep", "wor")):
+    for v, s in (
+        ("rrs", "iid"),
+        ("kseq", "iid"),
+        ("rrs-wor", "wor"),
+        ("greedy", "greedy"),
+        ("spechub", "greedy"),
+        ("optimal", "iid"),
+        ("sweep", "wor"),
+    ):
         if v not in cfg.verifiers or s not in cfg.schemes:
             continue
         diffs, below, above, count, exact_all = [], 0, 0, 0, True
@@ -628,8 +717,11 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
             val = cat(key)
             se = cat(f"verifier/{v}/{s}/{n}/se")
             a = cat(f"alpha/{s}/{n}")
-            exact_all &= all(bool(arr[f"verifier/{v}/{s}/{n}/exact"]) for arr in positions.values()
-                             if f"verifier/{v}/{s}/{n}/exact" in arr)
+            exact_all &= all(
+                bool(arr[f"verifier/{v}/{s}/{n}/exact"])
+                for arr in positions.values()
+                if f"verifier/{v}/{s}/{n}/exact" in arr
+            )
             ok = np.isfinite(val) & np.isfinite(a)
             gap = float(np.mean(a[ok] - val[ok]))
             # 4 decimals, or 2 significant digits once the gap is below them
@@ -639,7 +731,9 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
             # a simulated estimate of exactly 0 or 1 reports se = 0: floor it by the binomial SE at α*
             se_eff = se[ok]
             if not exact_all:
-                se_eff = np.maximum(se_eff, np.sqrt(np.clip(a[ok] * (1 - a[ok]), 0, None) / cfg.samples) + 1 / cfg.samples)
+                se_eff = np.maximum(
+                    se_eff, np.sqrt(np.clip(a[ok] * (1 - a[ok]), 0, None) / cfg.samples) + 1 / cfg.samples
+                )
             below += int(np.sum(a[ok] - val[ok] > 4 * se_eff + 1e-9))
             above += int(np.sum(val[ok] - a[ok] > 4 * se_eff + 1e-9))
             count += int(ok.sum())
@@ -651,13 +745,22 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
                     val, a = cat(key), cat(f"alpha/{s}/{n}")
                     ok = np.isfinite(val) & np.isfinite(a)
                     worst = max(worst, float(np.max(np.abs(a[ok] - val[ok]))) if ok.any() else 0.0)
-            out.append(dict(claim=f"{v} attains α*_{s}", holds=worst < 1e-9,
-                            evidence=f"max |α*_{s} − {v}| over {count} (position, n) pairs = {worst:.1e}"))
+            out.append(
+                dict(
+                    claim=f"{v} attains α*_{s}",
+                    holds=worst < 1e-9,
+                    evidence=f"max |α*_{s} − {v}| over {count} (position, n) pairs = {worst:.1e}",
+                )
+            )
         else:
-            out.append(dict(claim=f"{v} stays below α*_{s}", holds=count > 0 and above == 0,
-                            evidence=f"{above} of {count} (position, n) pairs above the bound, {below} strictly below "
-                                     f"({'exact' if exact_all else 'simulated: beyond 4 standard errors'}); "
-                                     + "; ".join(diffs)))
+            out.append(
+                dict(
+                    claim=f"{v} stays below α*_{s}",
+                    holds=count > 0 and above == 0,
+                    evidence=f"{above} of {count} (position, n) pairs above the bound, {below} strictly below "
+                    f"({'exact' if exact_all else 'simulated: beyond 4 standard errors'}); " + "; ".join(diffs),
+                )
+            )
     if "greedy" in cfg.schemes:
         parts = []
         for other in ("iid", "wor"):
@@ -669,15 +772,22 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
                 g, o = cat(f"alpha/greedy/{n}"), cat(f"alpha/{other}/{n}")
                 ok = np.isfinite(g) & np.isfinite(o)
                 if ok.any():
-                    parts.append(f"vs {other} n={n}: greedy wins at {np.mean(g[ok] > o[ok] + tol):.0%} of positions "
-                                 f"(mean α* {g[ok].mean():.4f} vs {o[ok].mean():.4f})")
-        out.append(dict(claim="where greedy drafts beat or lose to iid / wor drafts", holds=None,
-                        evidence="; ".join(parts)))
+                    parts.append(
+                        f"vs {other} n={n}: greedy wins at {np.mean(g[ok] > o[ok] + tol):.0%} of positions "
+                        f"(mean α* {g[ok].mean():.4f} vs {o[ok].mean():.4f})"
+                    )
+        out.append(
+            dict(claim="where greedy drafts beat or lose to iid / wor drafts", holds=None, evidence="; ".join(parts))
+        )
     return out
 
 
 def gap_report(
-    dataset: str | os.PathLike[str] | Sequence[str | os.PathLike[str]] | tuple[NDArray[Any], NDArray[Any]] | None = None,
+    dataset: str
+    | os.PathLike[str]
+    | Sequence[str | os.PathLike[str]]
+    | tuple[NDArray[Any], NDArray[Any]]
+    | None = None,
     *,
     config: ReportConfig | None = None,
     out_dir: str | os.PathLike[str] | None = None,
@@ -735,8 +845,9 @@ def gap_report(
     if resume:
         todo = []
         for u in units:
-            why = _shard_stale(Path(out) / "shards" / f"{u.shard_name}.npz",
-                               _resume_key(u, cfg, _source_digest(u.source)))
+            why = _shard_stale(
+                Path(out) / "shards" / f"{u.shard_name}.npz", _resume_key(u, cfg, _source_digest(u.source))
+            )
             if why is not None:
                 todo.append(u)
                 reasons[why] = reasons.get(why, 0) + 1
@@ -754,10 +865,17 @@ def gap_report(
     except Exception:  # pragma: no cover
         highs_version = ""
     metadata = dict(
-        mdsd_fast=__version__, numpy=np.__version__, highspy=highs_version, dataset=sources or ["shipped"],
-        config=dict(cfg.__dict__), units=len(units), units_computed=len(todo),
-        units_reused=len(units) - len(todo), recompute_reasons=reasons,
-        command=command or "", seconds=round(time.perf_counter() - t0, 3),
+        mdsd_fast=__version__,
+        numpy=np.__version__,
+        highspy=highs_version,
+        dataset=sources or ["shipped"],
+        config=dict(cfg.__dict__),
+        units=len(units),
+        units_computed=len(todo),
+        units_reused=len(units) - len(todo),
+        recompute_reasons=reasons,
+        command=command or "",
+        seconds=round(time.perf_counter() - t0, 3),
         confidence="95% normal interval over positions; * = simulated acceptance",
     )
     rep = GapReport(records=records, findings=findings, metadata=metadata, positions=positions)

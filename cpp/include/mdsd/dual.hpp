@@ -90,8 +90,8 @@ inline double dual_greedy(const double* p, const double* q, int64_t V, int n, st
 // The sorted-prefix scan for iid and wor. F(k) = P_k - Q(H_k); alpha* = 1 + min_k F(k).
 // For wor, Q_wor(H) <= q(H)^n gives the lower bound F(k) >= P_k - S_k^n; prefixes whose bound
 // cannot beat the best value found are not evaluated, and the scan stops once no later prefix can.
-inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n, Scheme scheme,
-                              WorMethod wm, DualWorkspace& ws) {
+inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
+                              DualWorkspace& ws) {
     if (n < 1) throw std::invalid_argument("n: must be >= 1");
     const int64_t K = ratio_order(p, q, V, ws.ows, ws.order);
     const int32_t* ord = ws.order.data();
@@ -105,7 +105,10 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
             P += p[i];
             S += q[i];
             const double F = P - ipow(S, n);
-            if (F < best) { best = F; kbest = k + 1; }
+            if (F < best) {
+                best = F;
+                kbest = k + 1;
+            }
         }
         res.alpha = std::min(1.0, 1.0 + best);
         res.k_star = kbest;
@@ -142,11 +145,14 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
             "less than that); use wor_method='auto' or 'integral'");
     enum { E2, E3, RACE } ev;
     if (n == 2 && wm != WorMethod::Integral) ev = E2;
-    else if (n == 3 && !tiny_rest &&
-             (wm == WorMethod::Exact || (wm == WorMethod::Auto && K <= kWorExact3MaxSupport))) ev = E3;
+    else if (n == 3 && !tiny_rest && (wm == WorMethod::Exact || (wm == WorMethod::Auto && K <= kWorExact3MaxSupport)))
+        ev = E3;
     else ev = RACE;
     WorExact2 ex2;
-    if (ev == E3) { ws.ex3.reset(K); ws.ex3.find_close(q, ord, K); }
+    if (ev == E3) {
+        ws.ex3.reset(K);
+        ws.ex3.find_close(q, ord, K);
+    }
     if (ev == RACE) {
         // Only prefixes with P_k - S_k^n < 0 can improve on best <= 0, so the grid need only reach
         // 45 / lam of the last such prefix (often far below 45 / q(last token) on LLM rows).
@@ -181,7 +187,10 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
             }
             F = P - Q;
         }
-        if (F < best) { best = F; kbest = kk; }
+        if (F < best) {
+            best = F;
+            kbest = kk;
+        }
         if (kk < K && ws.lb_sufmin[kk + 1] >= best) break;  // F(j) >= LB(j) >= best for all j > k
     }
     res.alpha = std::min(1.0, 1.0 + best);

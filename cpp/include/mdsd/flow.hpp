@@ -70,8 +70,8 @@ inline double cut_value(const DraftSets& sets, const double* p, int64_t V, const
 // Rounds a dual v (one value per token row) to the best threshold cut H_theta = {y : v_y >= theta}
 // (docs/theory.md §7.3): the expected cut over theta ~ U(0,1] is at most the dual objective, so the best
 // threshold is no worse. Tokens with p = 0 join H for free. Returns the cut value; fills `H`.
-inline double best_threshold_cut(const DraftSets& sets, const FlowLP& lp, const double* p, int64_t V,
-                                 const double* v, std::vector<int64_t>& H) {
+inline double best_threshold_cut(const DraftSets& sets, const FlowLP& lp, const double* p, int64_t V, const double* v,
+                                 std::vector<int64_t>& H) {
     const int64_t S = sets.num_sets();
     const int64_t T = static_cast<int64_t>(lp.tokens.size());
     std::vector<double> vt(T);
@@ -106,7 +106,10 @@ inline double best_threshold_cut(const DraftSets& sets, const FlowLP& lp, const 
         while (it < T && vt[tok_ord[it]] < th) ppart -= p[lp.tokens[tok_ord[it++]]];
         while (is < S && setmin[set_ord[is]] < th) wpart += sets.w[set_ord[is++]];
         const double val = ppart + wpart;
-        if (val < best) { best = val; best_theta = th; }
+        if (val < best) {
+            best = val;
+            best_theta = th;
+        }
     }
     H.clear();
     std::vector<char> inH(V, 0);

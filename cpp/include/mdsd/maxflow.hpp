@@ -31,8 +31,7 @@ namespace mdsd {
 class BipartiteFlow {
   public:
     // left i: supply sup[i], edges e in [lptr[i], lptr[i+1]) to right node adj[e]; right j: cap[j].
-    BipartiteFlow(std::vector<int64_t> lptr, std::vector<int32_t> adj, std::vector<double> sup,
-                  std::vector<double> cap)
+    BipartiteFlow(std::vector<int64_t> lptr, std::vector<int32_t> adj, std::vector<double> sup, std::vector<double> cap)
         : lptr_(std::move(lptr)), adj_(std::move(adj)), eL_(std::move(sup)), cap_(std::move(cap)) {
         L_ = static_cast<int64_t>(eL_.size());
         R_ = static_cast<int64_t>(cap_.size());
@@ -67,7 +66,10 @@ class BipartiteFlow {
         std::deque<int64_t> active;  // node ids: left 0..L-1, right L..L+R-1
         inq_.assign(L_ + R_, 0);
         auto enqueue = [&](int64_t v) {
-            if (!inq_[v]) { inq_[v] = 1; active.push_back(v); }
+            if (!inq_[v]) {
+                inq_[v] = 1;
+                active.push_back(v);
+            }
         };
         auto refill = [&]() {
             active.clear();
@@ -150,7 +152,10 @@ class BipartiteFlow {
                     int64_t best = -1;
                     double br = 0.0;
                     for (int64_t e = b; e < en; ++e)
-                        if (room[adj_[e]] > br) { br = room[adj_[e]]; best = e; }
+                        if (room[adj_[e]] > br) {
+                            br = room[adj_[e]];
+                            best = e;
+                        }
                     if (best < 0) break;
                     m = fill(best, m);
                 }
@@ -176,7 +181,10 @@ class BipartiteFlow {
         std::vector<int64_t> q;
         q.reserve(L_ + R_);
         for (int64_t j = 0; j < R_; ++j)
-            if (fy[j] < cap_[j]) { dR_[j] = 1; q.push_back(L_ + j); }
+            if (fy[j] < cap_[j]) {
+                dR_[j] = 1;
+                q.push_back(L_ + j);
+            }
         for (std::size_t h = 0; h < q.size(); ++h) {
             poll_interrupt();
             const int64_t v = q[h];
@@ -184,12 +192,18 @@ class BipartiteFlow {
                 const int64_t j = v - L_;
                 for (int64_t i = rptr_[j]; i < rptr_[j + 1]; ++i) {
                     const int32_t l = eleft_[redge_[i]];
-                    if (dL_[l] == N_) { dL_[l] = dR_[j] + 1; q.push_back(l); }
+                    if (dL_[l] == N_) {
+                        dL_[l] = dR_[j] + 1;
+                        q.push_back(l);
+                    }
                 }
             } else {  // left v is reached from right j through the reverse of a positive flow
                 for (int64_t e = lptr_[v]; e < lptr_[v + 1]; ++e) {
                     const int32_t j = adj_[e];
-                    if (x[e] > 0.0 && dR_[j] == N_) { dR_[j] = dL_[v] + 1; q.push_back(L_ + j); }
+                    if (x[e] > 0.0 && dR_[j] == N_) {
+                        dR_[j] = dL_[v] + 1;
+                        q.push_back(L_ + j);
+                    }
                 }
             }
         }
@@ -231,10 +245,18 @@ class BipartiteFlow {
         while (eR_[j] > 0.0 && dR_[j] < N_) {
             if (dR_[j] == 1 && fy[j] < cap_[j]) {
                 const double room = cap_[j] - fy[j];
-                if (eR_[j] >= room) { fy[j] = cap_[j]; eR_[j] -= room; }
-                else { fy[j] += eR_[j]; eR_[j] = 0.0; }
+                if (eR_[j] >= room) {
+                    fy[j] = cap_[j];
+                    eR_[j] -= room;
+                } else {
+                    fy[j] += eR_[j];
+                    eR_[j] = 0.0;
+                }
                 ++pushes;
-                if (eR_[j] <= 0.0) { eR_[j] = 0.0; break; }
+                if (eR_[j] <= 0.0) {
+                    eR_[j] = 0.0;
+                    break;
+                }
             }
             for (int64_t i = b + curR_[j]; i < en && eR_[j] > 0.0; ++i) {
                 const int64_t e = redge_[i];
@@ -316,11 +338,17 @@ inline bool split_flow(const DraftSets& sets, const double* p, int64_t V, const 
         poll_interrupt();
         bool meets_a = false;
         for (int64_t e = sets.ptr[s]; e < sets.ptr[s + 1]; ++e) meets_a |= !inH[sets.tok[e]];
-        if (!meets_a) { iset.push_back(s); continue; }
+        if (!meets_a) {
+            iset.push_back(s);
+            continue;
+        }
         for (int64_t e = sets.ptr[s]; e < sets.ptr[s + 1]; ++e) {
             const int32_t t = sets.tok[e];
             if (inH[t]) continue;
-            if (local[t] < 0) { local[t] = static_cast<int32_t>(atok.size()); atok.push_back(t); }
+            if (local[t] < 0) {
+                local[t] = static_cast<int32_t>(atok.size());
+                atok.push_back(t);
+            }
             oadj.push_back(local[t]);
             oedge.push_back(e);
         }
@@ -335,7 +363,11 @@ inline bool split_flow(const DraftSets& sets, const double* p, int64_t V, const 
         const int64_t s = iset[k];
         for (int64_t e = sets.ptr[s]; e < sets.ptr[s + 1]; ++e) {
             const int32_t t = sets.tok[e];
-            if (local[t] < 0) { local[t] = static_cast<int32_t>(htok.size()); htok.push_back(t); hcount.push_back(0); }
+            if (local[t] < 0) {
+                local[t] = static_cast<int32_t>(htok.size());
+                htok.push_back(t);
+                hcount.push_back(0);
+            }
             ++hcount[local[t]];
         }
     }
@@ -398,7 +430,10 @@ inline MaxFlowResult max_flow_sets(const DraftSets& sets, const double* p, int64
     std::vector<int32_t> local(V, -1), tokens;
     for (int32_t t : sets.tok) local[t] = 0;
     for (int64_t i = 0; i < V; ++i)
-        if (local[i] == 0) { local[i] = static_cast<int32_t>(tokens.size()); tokens.push_back(static_cast<int32_t>(i)); }
+        if (local[i] == 0) {
+            local[i] = static_cast<int32_t>(tokens.size());
+            tokens.push_back(static_cast<int32_t>(i));
+        }
     std::vector<int32_t> adj(sets.tok.size());
     for (std::size_t e = 0; e < sets.tok.size(); ++e) adj[e] = local[sets.tok[e]];
     std::vector<double> cap(tokens.size());

@@ -56,8 +56,7 @@ inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWor
         // Small supports: a comparison sort beats the radix passes.
         std::vector<int32_t> pos(K);
         for (int64_t i = 0; i < K; ++i) pos[i] = static_cast<int32_t>(i);
-        std::stable_sort(pos.begin(), pos.end(),
-                         [&](int32_t a, int32_t b) { return ws.keys[a] < ws.keys[b]; });
+        std::stable_sort(pos.begin(), pos.end(), [&](int32_t a, int32_t b) { return ws.keys[a] < ws.keys[b]; });
         for (int64_t i = 0; i < K; ++i) order[i] = ws.idx[pos[i]];
         return K;
     }

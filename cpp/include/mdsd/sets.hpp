@@ -52,8 +52,8 @@ inline double binom(int64_t k, int64_t m) {
 inline void guard(double needed, double max_sets, const char* what) {
     if (needed > max_sets) {
         char buf[256];
-        std::snprintf(buf, sizeof buf, "%s: the enumeration needs %.0f draft sets, above max_sets=%.0f", what,
-                      needed, max_sets);
+        std::snprintf(buf, sizeof buf, "%s: the enumeration needs %.0f draft sets, above max_sets=%.0f", what, needed,
+                      max_sets);
         throw TooLarge(buf);
     }
 }
@@ -97,9 +97,10 @@ inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, do
     // The weights use j! for j <= n; 171! overflows a double (inf / inf gave NaN weights and a
     // silently wrong alpha = 0 before this check).
     if (n > kIidMaxN)
-        throw std::invalid_argument("n: the iid flow-LP enumeration supports n <= 170 (its set weights use n!, "
-                                    "which overflows float64 beyond); got n = " + std::to_string(n) +
-                                    ". optimal_acceptance(..., method='dual') handles any n");
+        throw std::invalid_argument(
+            "n: the iid flow-LP enumeration supports n <= 170 (its set weights use n!, "
+            "which overflows float64 beyond); got n = " +
+            std::to_string(n) + ". optimal_acceptance(..., method='dual') handles any n");
     std::vector<int32_t> live;
     double qd = 0.0;
     for (int64_t i = 0; i < V; ++i) {
@@ -109,7 +110,10 @@ inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, do
     }
     const int64_t L = static_cast<int64_t>(live.size());
     double count = 0.0, edges = 0.0;
-    for (int m = 1; m <= n; ++m) { count += binom(L, m); edges += m * binom(L, m); }
+    for (int m = 1; m <= n; ++m) {
+        count += binom(L, m);
+        edges += m * binom(L, m);
+    }
     guard(count, max_sets, "scheme='iid'");
     DraftSets out;
     out.rejected_mass = std::pow(qd, n);
@@ -125,7 +129,10 @@ inline DraftSets sets_iid(const double* p, const double* q, int64_t V, int n, do
     std::vector<double> term(static_cast<std::size_t>(L) * W, 0.0);
     for (int64_t s = 0; s < L; ++s) {
         double t = 1.0;
-        for (int r = 1; r <= n; ++r) { t *= q[live[s]] / r; term[s * W + r] = t; }
+        for (int r = 1; r <= n; ++r) {
+            t *= q[live[s]] / r;
+            term[s * W + r] = t;
+        }
     }
     // poly[level] = prod of the series of the first `level` chosen tokens, truncated at degree n
     std::vector<double> poly(static_cast<std::size_t>(W) * W, 0.0);
@@ -200,7 +207,10 @@ inline DraftSets sets_greedy(const double* p, const double* q, int64_t V, int n,
     double rest = 0.0;
     int64_t K = 0;
     for (int64_t i = 0; i < V; ++i)
-        if (!inT[i] && q[i] > 0.0) { rest += q[i]; ++K; }
+        if (!inT[i] && q[i] > 0.0) {
+            rest += q[i];
+            ++K;
+        }
     guard(static_cast<double>(K), max_sets, "scheme='greedy'");
     SetAccumulator acc(p);
     std::vector<int32_t> toks(T.begin(), T.end());
@@ -224,10 +234,15 @@ inline DraftSets sets_independent(const double* p, const double* qs, int64_t V, 
         double dead = 0.0;
         for (int64_t i = 0; i < V; ++i) {
             if (qk[i] <= 0.0) continue;
-            if (p[i] > 0.0) { live[k].push_back(static_cast<int32_t>(i)); mass[k].push_back(qk[i]); }
-            else dead += qk[i];
+            if (p[i] > 0.0) {
+                live[k].push_back(static_cast<int32_t>(i));
+                mass[k].push_back(qk[i]);
+            } else dead += qk[i];
         }
-        if (dead > 0.0) { live[k].push_back(-1); mass[k].push_back(dead); }
+        if (dead > 0.0) {
+            live[k].push_back(-1);
+            mass[k].push_back(dead);
+        }
         tuples *= static_cast<double>(live[k].size());
     }
     guard(tuples, max_sets, "scheme='independent' (ordered tuples)");
@@ -246,15 +261,18 @@ inline DraftSets sets_independent(const double* p, const double* qs, int64_t V, 
         if (m == 0) acc.out.rejected_mass += wgt;
         else acc.add(toks.data(), m, wgt);
         int k = n - 1;
-        while (k >= 0 && ++pos[k] == static_cast<int64_t>(live[k].size())) { pos[k] = 0; --k; }
+        while (k >= 0 && ++pos[k] == static_cast<int64_t>(live[k].size())) {
+            pos[k] = 0;
+            --k;
+        }
         if (k < 0) break;
     }
     return std::move(acc.out);
 }
 
 // Explicit tuple law: rows of `tuples` (m x n token ids) with probabilities `probs`.
-inline DraftSets sets_explicit(const double* p, const int64_t* tuples, const double* probs, int64_t m, int n,
-                               int64_t V, double max_sets) {
+inline DraftSets sets_explicit(const double* p, const int64_t* tuples, const double* probs, int64_t m, int n, int64_t V,
+                               double max_sets) {
     guard(static_cast<double>(m), max_sets, "scheme='explicit' (tuples)");
     SetAccumulator acc(p);
     std::vector<int32_t> toks(n);

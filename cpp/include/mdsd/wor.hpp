@@ -47,7 +47,11 @@ struct WorExact2 {
     void add(double qa, double ra) {
         const double t = qa / ra;
         if (t <= std::numeric_limits<double>::max()) s1 += t;
-        else { big_q = qa; big_r = ra; has_big = true; }
+        else {
+            big_q = qa;
+            big_r = ra;
+            has_big = true;
+        }
     }
     double value(double S, double lam) const {
         const double Q = S - lam * s1;
@@ -62,19 +66,28 @@ struct WorExact3 {
     // q > 1/4 (at most 3) and, for that token h, the largest other token a*(h). Those pairs
     // ("close pairs", at most 3) carry their outside mass summed directly; their position in H
     // is recorded as their tokens arrive (order position k of each token).
-    struct Close { int64_t k1, k2; double out; int64_t j1 = -1; };
+    struct Close {
+        int64_t k1, k2;
+        double out;
+        int64_t j1 = -1;
+    };
     std::vector<Close> close;
     std::vector<int64_t> cuts;
     // Close pairs whose outside mass d is so small that 1 / d overflows: their term is kept as
     // coef / d and applied as (lam / d) coef in value(), lam <= d once both tokens are in H.
-    struct Tiny { double coef, d; };
+    struct Tiny {
+        double coef, d;
+    };
     std::vector<Tiny> tiny;
     int64_t kbig = -1, jbig = -1;  // the token with q > 1/2: order position, and index in H once added
     void reset(int64_t K) {
         s1 = pair = 0.0;
         kbig = jbig = -1;
-        qs.clear(); rs.clear(); tiny.clear();
-        qs.reserve(K); rs.reserve(K);
+        qs.clear();
+        rs.clear();
+        tiny.clear();
+        qs.reserve(K);
+        rs.reserve(K);
     }
 
     // Close pairs of the ratio order `order` (length K) of q.
@@ -157,7 +170,10 @@ struct WorExact3 {
         const bool cancels = (ra - qc < 1e-3 || rc - qa < 1e-3);
         bool is_close = false;
         for (const Close& c : close)
-            if ((c.k1 == k || c.k2 == k) && c.j1 == j && cancels) { d = c.out; is_close = true; }
+            if ((c.k1 == k || c.k2 == k) && c.j1 == j && cancels) {
+                d = c.out;
+                is_close = true;
+            }
         if (!is_close && d_big < 0.0) {  // a close pair that does not cancel: the usual expression
             acc += qa * qc * (1.0 / (ra * (ra - qc)) + 1.0 / (rc * (rc - qa)));
             return;

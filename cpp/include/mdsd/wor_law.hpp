@@ -46,7 +46,10 @@ inline void for_each_wor_set(const double* q, const std::vector<int32_t>& sup, i
             out = 0.0;
             int j = 0;
             for (int64_t s = 0; s < K; ++s) {
-                if (j < n && comb[j] == s) { ++j; continue; }
+                if (j < n && comb[j] == s) {
+                    ++j;
+                    continue;
+                }
                 out += q[sup[s]];
             }
         }

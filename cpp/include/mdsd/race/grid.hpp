@@ -22,7 +22,8 @@ namespace mdsd::race {
 // first nodes, where libm's expm1 and exp would cost more than the rest of a token's nodes.
 constexpr double kSeriesMaxArg = 0.125;
 inline double one_minus_exp_neg(double y) {
-    constexpr double inv[11] = {0.0, 1.0, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10};
+    constexpr double inv[11] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5,
+                                1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10};
     double s = 1.0;
     for (int m = 10; m >= 2; --m) s = 1.0 - s * y * inv[m];
     return y * s;
@@ -111,12 +112,14 @@ struct Grid {
             double den = 0.0, l[N];
             int hit = -1;
             for (int i = 0; i < N; ++i) {
-                if (tk == x[i]) { hit = i; break; }
+                if (tk == x[i]) {
+                    hit = i;
+                    break;
+                }
                 l[i] = bw[i] / (tk - x[i]);
                 den += l[i];
             }
-            for (int i = 0; i < N; ++i)
-                wt[i] += h * tk * (hit >= 0 ? (i == hit ? 1.0 : 0.0) : l[i] / den);
+            for (int i = 0; i < N; ++i) wt[i] += h * tk * (hit >= 0 ? (i == hit ? 1.0 : 0.0) : l[i] / den);
         }
         for (int64_t g = 0; g < ng; ++g) {
             t[g0 + g] = t1 * std::exp2(static_cast<double>(g) / M);

@@ -30,7 +30,11 @@ inline void loo_weights(const Grid& gr, const double* q, const std::vector<int32
     double qsmall = 0.0;
     for (int64_t i = 0; i < k; ++i) {
         const double qy = q[toks[i]];
-        if (qy > qcut) { big.push_back(toks[i]); big_at.push_back(i); continue; }
+        if (qy > qcut) {
+            big.push_back(toks[i]);
+            big_at.push_back(i);
+            continue;
+        }
         small.push_back(toks[i]);
         qsmall = std::max(qsmall, qy);
     }

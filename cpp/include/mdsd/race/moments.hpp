@@ -41,7 +41,10 @@ inline bool product_by_moments(const Grid& gr, const double* q, const std::vecto
     double c[8][M + 1] = {{0.0}};
     {
         double f = 1.0;
-        for (int m = 1; m <= M; ++m) { f /= m; c[1][m] = f; }
+        for (int m = 1; m <= M; ++m) {
+            f /= m;
+            c[1][m] = f;
+        }
         for (int k = 2; k < n; ++k)
             for (int m = k; m <= M; ++m)
                 for (int j = 1; j <= m - k + 1; ++j) c[k][m] += c[1][j] * c[k - 1][m - j];
@@ -113,7 +116,10 @@ inline Pair small_product(const Grid& gr, const double* q, const std::vector<int
     std::vector<int32_t> small;
     double qs = 0.0;
     for (int32_t y : toks)
-        if (q[y] <= qcut) { small.push_back(y); qs = std::max(qs, q[y]); }
+        if (q[y] <= qcut) {
+            small.push_back(y);
+            qs = std::max(qs, q[y]);
+        }
     Pair out;
     if (product_by_moments(gr, q, small, qs, out)) return out;
     out.unit(gr.n, gr.G);

@@ -95,14 +95,16 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
     }
     // Per block: inside[j] = suffix pair of tokens [lo + j, k) (flat, 2 S doubles each), and the
     // factors of the block's tokens (computed once, used by both sweeps).
-    std::vector<double> inside(static_cast<std::size_t>(kPassBlock + 1) * 2 * S), fe(kPassBlock * G), fb(kPassBlock * G);
+    std::vector<double> inside(static_cast<std::size_t>(kPassBlock + 1) * 2 * S), fe(kPassBlock * G),
+        fb(kPassBlock * G);
     for (int64_t c = 0; c < nb; ++c) {
         poll_interrupt_now();
         const int64_t lo = c * kPassBlock, hi = std::min(k, lo + kPassBlock);
         std::copy(check.begin() + (c + 1) * 2 * S, check.begin() + (c + 2) * 2 * S,
                   inside.begin() + static_cast<std::size_t>(hi - lo) * 2 * S);
         if (ex)
-            for (int64_t g = 0; g < G; ++g) sc[static_cast<std::size_t>(hi - lo) * G + g] = std::exp(-qsuf[hi] * gr.t[g]);
+            for (int64_t g = 0; g < G; ++g)
+                sc[static_cast<std::size_t>(hi - lo) * G + g] = std::exp(-qsuf[hi] * gr.t[g]);
         for (int64_t i = hi - 1; i >= lo; --i) {
             double* ei = &fe[(i - lo) * G];
             double* bi = &fb[(i - lo) * G];
@@ -113,7 +115,8 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
             mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, h0 ? h0[i] : 1.0, q[toks[i]]);
             if (ex)
                 for (int64_t g = 0; g < G; ++g)
-                    sc[static_cast<std::size_t>(i - lo) * G + g] = sc[static_cast<std::size_t>(i - lo + 1) * G + g] * ei[g];
+                    sc[static_cast<std::size_t>(i - lo) * G + g] =
+                        sc[static_cast<std::size_t>(i - lo + 1) * G + g] * ei[g];
         }
         for (int64_t i = lo; i < hi; ++i) {
             const double qy = q[toks[i]];

@@ -74,13 +74,19 @@ struct Alias {
         V = n;
         cdf.resize(n);
         double c = 0.0;
-        for (int64_t i = 0; i < n; ++i) { c += w[i] > 0.0 ? w[i] : 0.0; cdf[i] = c; }
+        for (int64_t i = 0; i < n; ++i) {
+            c += w[i] > 0.0 ? w[i] : 0.0;
+            cdf[i] = c;
+        }
         prob.assign(n, 0.0);
         alias.assign(n, 0);
         double s = 0.0;
         int32_t some_positive = 0;
         for (int64_t i = 0; i < n; ++i)
-            if (w[i] > 0.0) { s += w[i]; some_positive = static_cast<int32_t>(i); }
+            if (w[i] > 0.0) {
+                s += w[i];
+                some_positive = static_cast<int32_t>(i);
+            }
         std::vector<double> sc(n);
         std::vector<int32_t> small, large;
         for (int64_t i = 0; i < n; ++i) {
@@ -93,10 +99,16 @@ struct Alias {
             prob[l] = sc[l];
             alias[l] = g;
             sc[g] = (sc[g] + sc[l]) - 1.0;
-            if (sc[g] < 1.0) { large.pop_back(); small.push_back(g); }
+            if (sc[g] < 1.0) {
+                large.pop_back();
+                small.push_back(g);
+            }
         }
         // Leftovers hold scaled mass 1 up to rounding; a zero-weight token must never come out.
-        for (int32_t i : large) { prob[i] = 1.0; alias[i] = i; }
+        for (int32_t i : large) {
+            prob[i] = 1.0;
+            alias[i] = i;
+        }
         for (int32_t i : small) {
             prob[i] = w[i] > 0.0 ? 1.0 : 0.0;
             alias[i] = w[i] > 0.0 ? i : some_positive;
@@ -192,9 +204,9 @@ struct Drafter {
         int64_t support = 0;
         for (int64_t i = 0; i < V; ++i) support += q[i] > 0.0;
         if ((k == Wor || k == Greedy) && support < n)
-            throw std::invalid_argument("n: scheme '" + std::string(scheme_name(k)) + "' draws " +
-                                        std::to_string(n) + " distinct tokens but q has only " +
-                                        std::to_string(support) + " tokens with positive probability");
+            throw std::invalid_argument("n: scheme '" + std::string(scheme_name(k)) + "' draws " + std::to_string(n) +
+                                        " distinct tokens but q has only " + std::to_string(support) +
+                                        " tokens with positive probability");
         if (k == Greedy) greedy_top(q, V, n, top);
         if (k == Hub) {
             if (n != 2) throw std::invalid_argument("n: SpecHub drafts exactly 2 tokens, got n = " + std::to_string(n));
@@ -218,8 +230,13 @@ struct Drafter {
             case Hub: {
                 const int32_t a = top[0];
                 const int32_t x = alias.sample(r);
-                if (x != a) { out[0] = x; out[1] = a; }
-                else { out[0] = a; out[1] = draw_excluding(alias, q, V, &a, 1, r); }
+                if (x != a) {
+                    out[0] = x;
+                    out[1] = a;
+                } else {
+                    out[0] = a;
+                    out[1] = draw_excluding(alias, q, V, &a, 1, r);
+                }
                 return;
             }
         }

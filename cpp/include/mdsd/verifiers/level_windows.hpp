@@ -108,7 +108,10 @@ inline void take_window(Levels& L, double w, double target, int sigma, bool last
     // loads of the segments strictly between.
     int64_t i = 0, j = 0;
     double oi = 0.0, rem = w;
-    while (j + 1 < m && rem > len(j)) { rem -= len(j); ++j; }
+    while (j + 1 < m && rem > len(j)) {
+        rem -= len(j);
+        ++j;
+    }
     double oj = std::min(rem, len(j));
     double mid = 0.0;
     for (int64_t k = 1; k < j; ++k) mid += full(k);
@@ -137,7 +140,11 @@ inline void take_window(Levels& L, double w, double target, int sigma, bool last
             const double d = std::min(len(i) - oi, len(j) - oj);
             if (!(d > 0.0)) break;  // the window reached the far end: take it
             const double hd = h(d);
-            if (hd >= 0.0) { step = d; h1 = hd; break; }
+            if (hd >= 0.0) {
+                step = d;
+                h1 = hd;
+                break;
+            }
             oi += d;
             oj += d;
             h0 = hd;
@@ -157,7 +164,10 @@ inline void take_window(Levels& L, double w, double target, int sigma, bool last
             double xn = dh > 0.0 ? x - hx / dh : 0.5 * (lo + hi);
             if (!(xn >= lo && xn <= hi)) xn = 0.5 * (lo + hi);
             const double tol = 2.3e-16 * std::max(std::fabs(ls), std::fabs(le));
-            if (std::fabs(xn - x) <= tol || hi - lo <= tol) { x = xn; break; }
+            if (std::fabs(xn - x) <= tol || hi - lo <= tol) {
+                x = xn;
+                break;
+            }
             x = xn;
         }
         // Land on the target side (inner: load >= target, so the coin p/load gives a = p exactly;
@@ -186,8 +196,13 @@ inline void take_window(Levels& L, double w, double target, int sigma, bool last
         piece(sj, 0.0, oj);
     }
     Seg near_ = si, far_ = sj;  // kept parts: seg(i) before the window, seg(j) after it
-    if (L.from_bottom) { near_.hi = L.lev(si, oi); far_.lo = L.lev(sj, oj); }
-    else { near_.lo = L.lev(si, oi); far_.hi = L.lev(sj, oj); }
+    if (L.from_bottom) {
+        near_.hi = L.lev(si, oi);
+        far_.lo = L.lev(sj, oj);
+    } else {
+        near_.lo = L.lev(si, oi);
+        far_.hi = L.lev(sj, oj);
+    }
     const int64_t a0 = m - 1 - j, a1 = m - 1 - i;
     Seg tail[2];
     int nt = 0;

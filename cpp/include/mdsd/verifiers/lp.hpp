@@ -38,7 +38,8 @@ struct OptimalLp {
 
     static uint64_t key(const int32_t* t, int m) {
         uint64_t h = 0x243F6A8885A308D3ull;
-        for (int j = 0; j < m; ++j) h = mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(t[j])) + 0x9E3779B97F4A7C15ull));
+        for (int j = 0; j < m; ++j)
+            h = mix64(h ^ (static_cast<uint64_t>(static_cast<uint32_t>(t[j])) + 0x9E3779B97F4A7C15ull));
         return h;
     }
 
@@ -97,7 +98,10 @@ struct OptimalLp {
             const int32_t y = t[k];
             if (!(pl.p[y] > 0.0) || contains(buf, m, y)) continue;
             int j = m++;
-            while (j > 0 && buf[j - 1] > y) { buf[j] = buf[j - 1]; --j; }
+            while (j > 0 && buf[j - 1] > y) {
+                buf[j] = buf[j - 1];
+                --j;
+            }
             buf[j] = y;
         }
         if (m == 0) return -1;
@@ -114,7 +118,10 @@ struct OptimalLp {
         int32_t small[64];
         std::vector<int32_t> big;
         int32_t* buf = small;
-        if (pl.n > 64) { big.resize(pl.n); buf = big.data(); }
+        if (pl.n > 64) {
+            big.resize(pl.n);
+            buf = big.data();
+        }
         const int64_t s = find(pl, t, buf);
         if (s >= 0) {
             // A categorical choice among the set's tokens, as a chain of conditional tests.

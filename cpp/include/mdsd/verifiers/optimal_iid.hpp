@@ -52,9 +52,15 @@ struct OptimalIid {
         const int64_t K = static_cast<int64_t>(ord.size()), ks = dr.k_star;
         pl.side.assign(V, Side::Never);
         double qH = 0.0;
-        for (int64_t k = 0; k < ks; ++k) { pl.side[ord[k]] = Side::Inner; qH += q[ord[k]]; }
+        for (int64_t k = 0; k < ks; ++k) {
+            pl.side[ord[k]] = Side::Inner;
+            qH += q[ord[k]];
+        }
         double qA = 0.0;
-        for (int64_t k = ks; k < K; ++k) { pl.side[ord[k]] = Side::Outer; qA += q[ord[k]]; }
+        for (int64_t k = ks; k < K; ++k) {
+            pl.side[ord[k]] = Side::Outer;
+            qA += q[ord[k]];
+        }
         pl.qH = qH;
         pl.num_inner = ks;
         pl.num_outer = K - ks;
@@ -108,7 +114,10 @@ struct OptimalIid {
                 std::vector<Seg> tmp(static_cast<std::size_t>(e - b));
                 for (int64_t u = b; u < e; ++u) tmp[u - b] = {pl.plo[u], pl.phi[u]};
                 std::sort(tmp.begin(), tmp.end(), [](const Seg& u, const Seg& v) { return u.lo > v.lo; });
-                for (int64_t u = b; u < e; ++u) { pl.plo[u] = tmp[u - b].lo; pl.phi[u] = tmp[u - b].hi; }
+                for (int64_t u = b; u < e; ++u) {
+                    pl.plo[u] = tmp[u - b].lo;
+                    pl.phi[u] = tmp[u - b].hi;
+                }
             }
             double s = 0.0, ld = 0.0;
             for (int64_t u = e - 1; u >= b; --u) {
@@ -135,13 +144,20 @@ struct OptimalIid {
     // highest level wins. toks/cnt: m distinct tokens and their multiplicities. sel[k] receives
     // Pr[token toks[k] wins].
     static void win_probs(const Plan& pl, const int32_t* toks, const int* cnt, int m, double* sel) {
-        struct Ref { double lo; int k; int64_t e; };
+        struct Ref {
+            double lo;
+            int k;
+            int64_t e;
+        };
         Ref small[256];
         std::vector<Ref> big;
         int64_t tot = 0;
         for (int k = 0; k < m; ++k) tot += pl.pptr[toks[k] + 1] - pl.pptr[toks[k]];
         Ref* refs = small;
-        if (tot > 256) { big.resize(tot); refs = big.data(); }
+        if (tot > 256) {
+            big.resize(tot);
+            refs = big.data();
+        }
         int64_t c = 0;
         for (int k = 0; k < m; ++k) {
             sel[k] = 0.0;
@@ -169,7 +185,11 @@ struct OptimalIid {
             if (pl.side[y] != want) continue;
             int j = 0;
             while (j < m && toks[j] != y) ++j;
-            if (j == m) { toks[m] = y; cnt[m] = 0; ++m; }
+            if (j == m) {
+                toks[m] = y;
+                cnt[m] = 0;
+                ++m;
+            }
             ++cnt[j];
         }
         return m;
@@ -192,7 +212,10 @@ struct OptimalIid {
             const double* first = pl.psuf.data() + b + 1;
             const double* it = std::partition_point(first, pl.psuf.data() + e, [v](double x) { return x > v; });
             const int64_t piece = (it - pl.psuf.data()) - 1;
-            if (pl.plo[piece] > best) { best = pl.plo[piece]; win = y; }
+            if (pl.plo[piece] > best) {
+                best = pl.plo[piece];
+                win = y;
+            }
         }
         if (win >= 0 && vis.test(win, pl.coin[win])) return;
         vis.residual(pl.res);

@@ -157,16 +157,19 @@ inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const do
         case Kind::Greedy: return std::make_unique<Row<Greedy>>(Greedy::prepare(p, q, V, n));
         case Kind::OptimalLp:
             if (!lp) throw std::invalid_argument("lp: 'optimal-lp' needs the LP solution of every row");
-            if (scheme == Drafter::Hub) throw std::invalid_argument("scheme: 'optimal-lp' serves 'iid', 'wor' and 'greedy'");
+            if (scheme == Drafter::Hub)
+                throw std::invalid_argument("scheme: 'optimal-lp' serves 'iid', 'wor' and 'greedy'");
             return std::make_unique<Row<OptimalLp>>(OptimalLp::prepare(p, q, V, n, scheme, *lp));
         case Kind::Optimal:
             if (scheme == Drafter::Iid) return std::make_unique<Row<OptimalIid>>(OptimalIid::prepare(p, q, V, n));
             if (scheme == Drafter::Wor)
-                return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Strict, wor_opt));
+                return std::make_unique<Row<wor::OptimalWor>>(
+                    wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Strict, wor_opt));
             throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor'");
         case Kind::Sweep:  // the wor plan of "optimal", kept where it is not certified optimal
             if (scheme != Drafter::Wor) throw std::invalid_argument("scheme: 'sweep' serves 'wor'");
-            return std::make_unique<Row<wor::OptimalWor>>(wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Keep, wor_opt));
+            return std::make_unique<Row<wor::OptimalWor>>(
+                wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Keep, wor_opt));
     }
     throw std::invalid_argument("name: unknown verifier");
 }

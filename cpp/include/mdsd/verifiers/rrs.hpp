@@ -60,7 +60,9 @@ struct Rrs {
         vis.residual(ThresholdResidual{pl.tab, pl.p.data(), pl.q.data(), pl.T[pl.n], pl.M[pl.n]});
     }
 
-    static double exact(const Plan& pl, double /*budget*/) { return std::min(1.0, std::max(0.0, 1.0 - pl.M[pl.n] / pl.M[0])); }
+    static double exact(const Plan& pl, double /*budget*/) {
+        return std::min(1.0, std::max(0.0, 1.0 - pl.M[pl.n] / pl.M[0]));
+    }
 };
 
 struct RrsWor {
@@ -95,7 +97,10 @@ struct RrsWor {
         pl.tab.build(pl.p.data(), pl.q.data(), V);
         pl.qsum = 0.0;
         for (int64_t i = 0; i < V; ++i)
-            if (q[i] > 0.0) { pl.support.push_back(static_cast<int32_t>(i)); pl.qsum += q[i]; }
+            if (q[i] > 0.0) {
+                pl.support.push_back(static_cast<int32_t>(i));
+                pl.qsum += q[i];
+            }
         return pl;
     }
 

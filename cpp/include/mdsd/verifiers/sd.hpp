@@ -27,9 +27,7 @@ struct Sd {
         return pl;
     }
 
-    static double accept_prob(const Plan& pl, int32_t x) {
-        return pl.p[x] >= pl.q[x] ? 1.0 : pl.p[x] / pl.q[x];
-    }
+    static double accept_prob(const Plan& pl, int32_t x) { return pl.p[x] >= pl.q[x] ? 1.0 : pl.p[x] / pl.q[x]; }
 
     template <class Vis>
     static void walk(const Plan& pl, const int32_t* t, Vis& vis) {

@@ -71,21 +71,35 @@ struct Route {
 
     Route(const double* p_, const double* q_, int64_t V_, int n_, const std::vector<int32_t>& sup_, int64_t ks_,
           const Options& opt_, Budget& budget_, int64_t last_resort_head, bool retry_)
-        : p(p_), q(q_), V(V_), n(n_), sup(sup_), ks(ks_), opt(opt_), budget(budget_),
-          event_head(last_resort_head > 0 ? last_resort_head : opt_.event_head), last_resort(last_resort_head > 0),
+        : p(p_),
+          q(q_),
+          V(V_),
+          n(n_),
+          sup(sup_),
+          ks(ks_),
+          opt(opt_),
+          budget(budget_),
+          event_head(last_resort_head > 0 ? last_resort_head : opt_.event_head),
+          last_resort(last_resort_head > 0),
           retry(retry_) {
         if (n > limits::kWorRouteMaxN)
             throw TooLarge("n: 'optimal' for 'wor' drafts on large supports handles n <= " +
                            std::to_string(limits::kWorRouteMaxN) + ", got " + std::to_string(n));
         double qmin = 1.0;
-        for (int32_t y : sup) { qmin = std::min(qmin, q[y]); qsum += q[y]; }
+        for (int32_t y : sup) {
+            qmin = std::min(qmin, q[y]);
+            qsum += q[y];
+        }
         double q_np1 = 0.0;  // the (n+1)-th largest mass: where the grid may stop (race::Grid)
         if (static_cast<int64_t>(sup.size()) > n) {
             std::vector<double> top(n + 1, 0.0);
             for (int32_t y : sup)
                 if (q[y] > top[n]) {
                     int i = n;
-                    while (i > 0 && top[i - 1] < q[y]) { top[i] = top[i - 1]; --i; }
+                    while (i > 0 && top[i - 1] < q[y]) {
+                        top[i] = top[i - 1];
+                        --i;
+                    }
                     top[i] = q[y];
                 }
             q_np1 = top[n];
@@ -109,7 +123,10 @@ struct Route {
         base0.unit(n, G);
         Hp.reserve(Hs.size());
         for (int32_t y : Hs) {
-            if (p[y] > 0.0) { Hp.push_back(y); continue; }
+            if (p[y] > 0.0) {
+                Hp.push_back(y);
+                continue;
+            }
             H0.push_back(y);
             gr.factors(q[y], e.data(), b.data());
             base0.add(e.data(), b.data(), 1.0, q[y]);

@@ -17,14 +17,17 @@ namespace mdsd::verif::wor {
 // Law of S ∩ core over the masks of `core` (nonempty masks only), the other tokens entering
 // through `base` with their weights: marked race pairs over 2^|core| masks.
 inline SystemSets core_law(const race::Grid& gr, const double* q, const std::vector<int32_t>& core,
-                          const race::Pair& base) {
+                           const race::Pair& base) {
     namespace R = race;
     const int64_t G = gr.G, m = static_cast<int64_t>(core.size());
     const int n = gr.n;
     std::vector<double> e(G), b(G);
     const uint32_t NM = 1u << m;
     std::vector<R::Pair> mk(NM);
-    for (auto& x : mk) { x.unit(n, G); std::fill(x.Pi.begin(), x.Pi.end(), 0.0); }
+    for (auto& x : mk) {
+        x.unit(n, G);
+        std::fill(x.Pi.begin(), x.Pi.end(), 0.0);
+    }
     mk[0] = base;
     for (int64_t i = 0; i < m; ++i) {
         const uint32_t bit = 1u << i;
@@ -60,7 +63,10 @@ inline SystemSets core_law(const race::Grid& gr, const double* q, const std::vec
         double pr = 0.0;
         const double* Dn = mk[M].D.data() + static_cast<std::size_t>(n - 1) * G;
         for (int64_t g = 0; g < G; ++g) pr += gr.wt[g] * Dn[g];
-        if (pr > 0.0) { out.mask.push_back(M); out.prob.push_back(pr); }
+        if (pr > 0.0) {
+            out.mask.push_back(M);
+            out.prob.push_back(pr);
+        }
     }
     return out;
 }

@@ -26,7 +26,7 @@ namespace mdsd::verif::wor {
 // (scan(hk, v)). vs: the slacks' own scan (h_k at its current weight), reused when h_k = 1.
 template <class Weight, class Scan>
 inline double prefix_event_step(const std::vector<int64_t>& o, const std::vector<double>& s, int64_t py, Weight&& h,
-                         double pik, double wy, std::vector<double>& vs, Scan&& scan) {
+                                double pik, double wy, std::vector<double>& vs, Scan&& scan) {
     const int64_t k = o[py];
     double d = h(k);
     if (wy > 0.0) d = std::min(d, pik / wy);
@@ -71,7 +71,12 @@ struct PrefixEventSweep {
 
     void init(const race::Grid& g, const double* q_, const double* p_, std::vector<int32_t> t, std::vector<Chunk>* ch,
               std::vector<double>* wn) {
-        gr = &g; q = q_; p = p_; tok = std::move(t); chunks = ch; won = wn;
+        gr = &g;
+        q = q_;
+        p = p_;
+        tok = std::move(t);
+        chunks = ch;
+        won = wn;
         h.assign(tok.size(), 1.0);
         pi.resize(tok.size());
         done.assign(tok.size(), 0);
@@ -133,7 +138,10 @@ struct PrefixEventSweep {
         std::stable_sort(ix.begin(), ix.end(), [&](int64_t x, int64_t y) { return rho[x] > rho[y]; });
         o.resize(a);
         w.resize(a);
-        for (int64_t j = 0; j < a; ++j) { o[j] = act[ix[j]]; w[j] = wa[ix[j]]; }
+        for (int64_t j = 0; j < a; ++j) {
+            o[j] = act[ix[j]];
+            w[j] = wa[ix[j]];
+        }
     }
     // Prefix slacks of order o: s_i = mu(T meets o_0..o_i) - pi(o_0..o_i).
     // v receives the scan behind them (every weight at its current value).
@@ -141,7 +149,10 @@ struct PrefixEventSweep {
         scan(env, o, true, -1, 0.0, v);
         s.resize(o.size());
         double cum = 0.0;
-        for (std::size_t j = 0; j < o.size(); ++j) { cum += h[o[j]] * v[j] - pi[o[j]]; s[j] = cum; }
+        for (std::size_t j = 0; j < o.size(); ++j) {
+            cum += h[o[j]] * v[j] - pi[o[j]];
+            s[j] = cum;
+        }
     }
     int64_t retired = 0;  // tokens done
     void retire(int64_t k) {
@@ -161,13 +172,20 @@ struct PrefixEventSweep {
         slacks(env, o, s, vs);
         int64_t jt = -1;
         for (std::size_t j = 0; j < s.size(); ++j)
-            if (s[j] <= kTol) { jt = static_cast<int64_t>(j); break; }
+            if (s[j] <= kTol) {
+                jt = static_cast<int64_t>(j);
+                break;
+            }
         if (jt < 0 && !force) return false;
         const int64_t py = jt >= 0 ? jt : static_cast<int64_t>(o.size()) - 1, k = o[py];
         const double wy = w[py];
-        const double d = prefix_event_step(o, s, py, [&](int64_t j) { return h[j]; }, pi[k], wy, vs,
-                                    [&](double hk, std::vector<double>& v) { scan(env, o, true, k, hk, v); });
-        if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
+        const double d = prefix_event_step(
+            o, s, py, [&](int64_t j) { return h[j]; }, pi[k], wy, vs,
+            [&](double hk, std::vector<double>& v) { scan(env, o, true, k, hk, v); });
+        if (!(d > 0.0) || !(wy > 0.0)) {
+            retire(k);
+            return true;
+        }
         (*won)[tok[k]] += d * wy;
         pi[k] -= d * wy;
         h[k] -= d;
@@ -201,11 +219,23 @@ struct PairPrefixEventSweep {
         s = s_;
         tok = t;
         const std::size_t k = tok.size();
-        q.resize(k); r.resize(k); h.assign(k, 1.0); pi.resize(k); w.assign(k, 0.0); rho.assign(k, 0.0);
+        q.resize(k);
+        r.resize(k);
+        h.assign(k, 1.0);
+        pi.resize(k);
+        w.assign(k, 0.0);
+        rho.assign(k, 0.0);
         done.assign(k, 0);
-        for (std::size_t i = 0; i < k; ++i) { q[i] = q_[tok[i]]; r[i] = 1.0 / rest(tok[i]); pi[i] = p[tok[i]]; }
+        for (std::size_t i = 0; i < k; ++i) {
+            q[i] = q_[tok[i]];
+            r[i] = 1.0 / rest(tok[i]);
+            pi[i] = p[tok[i]];
+        }
         env_a = env_b = fix_a = fix_b = 0.0;
-        for (int32_t y : env) { env_a += q_[y]; env_b += q_[y] / rest(y); }
+        for (int32_t y : env) {
+            env_a += q_[y];
+            env_b += q_[y] / rest(y);
+        }
         o.resize(k);
         for (std::size_t i = 0; i < k; ++i) o[i] = static_cast<int64_t>(i);
     }
@@ -216,7 +246,10 @@ struct PairPrefixEventSweep {
     void scan(int64_t kk, double hkk, std::vector<double>& v) const {
         auto wt = [&](int64_t k) { return k == kk ? hkk : h[k]; };
         double A = env_a + fix_a, B = env_b + fix_b;
-        for (int64_t k : o) { A += q[k] * wt(k); B += q[k] * r[k] * wt(k); }
+        for (int64_t k : o) {
+            A += q[k] * wt(k);
+            B += q[k] * r[k] * wt(k);
+        }
         v.resize(o.size());
         for (std::size_t i = 0; i < o.size(); ++i) {
             const int64_t k = o[i];
@@ -240,7 +273,10 @@ struct PairPrefixEventSweep {
         o.erase(std::remove_if(o.begin(), o.end(), [&](int64_t k) { return done[k] != 0; }), o.end());
         if (o.empty()) return false;
         double A = env_a + fix_a, B = env_b + fix_b;
-        for (int64_t k : o) { A += q[k] * h[k]; B += q[k] * r[k] * h[k]; }
+        for (int64_t k : o) {
+            A += q[k] * h[k];
+            B += q[k] * r[k] * h[k];
+        }
         for (int64_t k : o) {
             w[k] = w_of(k, h[k], A, B);
             const double R = h[k] * w[k];
@@ -249,22 +285,35 @@ struct PairPrefixEventSweep {
         for (std::size_t i = 1; i < o.size(); ++i) {  // insertion sort, descending rho, stable
             const int64_t x = o[i];
             std::size_t j = i;
-            while (j > 0 && rho[o[j - 1]] < rho[x]) { o[j] = o[j - 1]; --j; }
+            while (j > 0 && rho[o[j - 1]] < rho[x]) {
+                o[j] = o[j - 1];
+                --j;
+            }
             o[j] = x;
         }
         const int64_t a = static_cast<int64_t>(o.size());
         scan(-1, 0.0, v_);
         s_.resize(a);
         double cum = 0.0;
-        for (int64_t i = 0; i < a; ++i) { cum += h[o[i]] * v_[i] - pi[o[i]]; s_[i] = cum; }
+        for (int64_t i = 0; i < a; ++i) {
+            cum += h[o[i]] * v_[i] - pi[o[i]];
+            s_[i] = cum;
+        }
         int64_t jt = -1;
         for (int64_t i = 0; i < a; ++i)
-            if (s_[i] <= kTol) { jt = i; break; }
+            if (s_[i] <= kTol) {
+                jt = i;
+                break;
+            }
         const int64_t py = jt >= 0 ? jt : a - 1, k = o[py];
         const double wy = w[k];
-        const double d = prefix_event_step(o, s_, py, [&](int64_t j) { return h[j]; }, pi[k], wy, v_,
-                                    [&](double hk, std::vector<double>& v) { scan(k, hk, v); });
-        if (!(d > 0.0) || !(wy > 0.0)) { retire(k); return true; }
+        const double d = prefix_event_step(
+            o, s_, py, [&](int64_t j) { return h[j]; }, pi[k], wy, v_,
+            [&](double hk, std::vector<double>& v) { scan(k, hk, v); });
+        if (!(d > 0.0) || !(wy > 0.0)) {
+            retire(k);
+            return true;
+        }
         won[tok[k]] += d * wy;
         pi[k] -= d * wy;
         h[k] -= d;

@@ -72,8 +72,8 @@ inline void zeta(std::vector<double>& F, int k) {
 
 // mu_u(m) aggregated by mask (restricted to `keep`), and per-token weights without the token's own
 // factor: W[i] = sum_{m containing i} prob * prod_{j in m, j != i} (1 - u_j)  (= w_i).
-inline void aggregate(const SystemSets& S, const std::vector<double>& u, uint32_t keep, int k,
-                      std::vector<double>& M, std::vector<double>& W, int only = -1, std::vector<double>* My = nullptr) {
+inline void aggregate(const SystemSets& S, const std::vector<double>& u, uint32_t keep, int k, std::vector<double>& M,
+                      std::vector<double>& W, int only = -1, std::vector<double>* My = nullptr) {
     const uint32_t N = 1u << k;
     M.assign(N, 0.0);
     W.assign(k, 0.0);
@@ -122,7 +122,10 @@ inline std::vector<Chunk> exact_outer(const SystemSets& S, const double* p, int 
         int best = -1;
         for (uint32_t Z = act; Z; Z = (Z - 1) & act) {
             if (Z == act) continue;
-            if (popcount(Z) > best && h(Z) <= kTol) { best = popcount(Z); Z1 = Z; }
+            if (popcount(Z) > best && h(Z) <= kTol) {
+                best = popcount(Z);
+                Z1 = Z;
+            }
         }
         // candidate: max rho = pi / ((1-u) w) outside Z1
         int y = -1;
@@ -132,7 +135,10 @@ inline std::vector<Chunk> exact_outer(const SystemSets& S, const double* p, int 
             const double R = (1.0 - u[i]) * W[i];
             const double pi = p[S.sys_tok[i]] - load[i];
             const double rho = R > 0.0 ? pi / R : 1e300;
-            if (rho > best_rho) { best_rho = rho; y = i; }
+            if (rho > best_rho) {
+                best_rho = rho;
+                y = i;
+            }
         }
         if (y < 0) y = ctz32(act);  // only if rounding made act itself look tight
         aggregate(S, u, ~0u, k, M, W, y, &My);
@@ -153,7 +159,10 @@ inline std::vector<Chunk> exact_outer(const SystemSets& S, const double* p, int 
         load[y] += wy * d;
         u[y] += d;
         chunks.push_back({S.sys_tok[y], d});
-        if (u[y] >= 1.0 - 1e-15) { u[y] = 1.0; gone[y] = 1; }
+        if (u[y] >= 1.0 - 1e-15) {
+            u[y] = 1.0;
+            gone[y] = 1;
+        }
     }
     // Anything left (only if the step limit was hit): lay it, the residual absorbs any excess.
     for (int i = 0; i < k; ++i)
@@ -186,7 +195,10 @@ inline std::vector<Chunk> exact_inner(const SystemSets& S, const double* p, int 
         uint32_t Y0 = 0;
         int best = 99;
         for (uint32_t Y = act; Y; Y = (Y - 1) & act)
-            if (popcount(Y) < best && s_of(Y) <= kTol) { best = popcount(Y); Y0 = Y; }
+            if (popcount(Y) < best && s_of(Y) <= kTol) {
+                best = popcount(Y);
+                Y0 = Y;
+            }
         const uint32_t cand = Y0 ? Y0 : act;
         int y = -1;
         double best_rho = 1e308;
@@ -195,7 +207,10 @@ inline std::vector<Chunk> exact_inner(const SystemSets& S, const double* p, int 
             const double R = (1.0 - u[i]) * W[i];
             const double pi = p[S.sys_tok[i]] - load[i];
             const double rho = R > 0.0 ? pi / R : 1e300;
-            if (y < 0 || rho < best_rho) { best_rho = rho; y = i; }
+            if (y < 0 || rho < best_rho) {
+                best_rho = rho;
+                y = i;
+            }
         }
         aggregate(S, u, act, k, M, W, y, &My);
         Fy = My;

@@ -32,8 +32,15 @@ inline void Route::greedy_pass(const std::vector<int32_t>& tl, const race::Pair&
         double h = 1.0;  // wi = 0: never laid, every draw lands below reject
         if (wi > 0.0) {
             const double d = p[y] / wi;
-            if (d >= 1.0) { wn[y] = wi; ch.push_back({y, 1.0}); h = 0.0; }
-            else { wn[y] = p[y]; ch.push_back({y, d}); h = 1.0 - d; }
+            if (d >= 1.0) {
+                wn[y] = wi;
+                ch.push_back({y, 1.0});
+                h = 0.0;
+            } else {
+                wn[y] = p[y];
+                ch.push_back({y, d});
+                h = 1.0 - d;
+            }
         }
         if (hfin) (*hfin)[i] = h;
         return h;

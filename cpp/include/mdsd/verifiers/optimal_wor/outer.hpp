@@ -47,7 +47,8 @@ inline void Route::outer_system() {
         if (nd == 0) break;
         // one pass: the safe tokens laid whole (their loads), then the rest at weight 1 (their
         // w for the next round)
-        race::pass(gr, q, byrho, env, [nd](int64_t i, double) { return static_cast<std::size_t>(i) < nd ? 0.0 : 1.0; }, w);
+        race::pass(
+            gr, q, byrho, env, [nd](int64_t i, double) { return static_cast<std::size_t>(i) < nd ? 0.0 : 1.0; }, w);
         charge(3.0 * static_cast<double>(byrho.size()));
         for (std::size_t i = 0; i < nd; ++i) {
             chA.push_back({byrho[i], 1.0});
@@ -76,30 +77,44 @@ inline void Route::outer_system() {
             std::vector<double> wc(kc, 0.0), hd(kc, 0.0);
             std::vector<char> frozen(kc, 0);
             int64_t iv = -1;  // the first visit that finds Z + y violated
-            race::pass(gr, q, rest, env, [&](int64_t i, double wi, double E) {
-                const int32_t y = rest[i];
-                double d = 1.0;
-                if (p[y] < wi && wi > E) { d = std::max(0.0, (p[y] - E) / (wi - E)); frozen[i] = 1; }
-                if (iv < 0 && p[y] < E - opt.violation_tol * E) iv = i;
-                if (d > 0.0) chc.push_back({y, d});
-                wc[i] = wi * d;
-                return hd[i] = 1.0 - d;
-            }, w, nullptr, &env);
+            race::pass(
+                gr, q, rest, env,
+                [&](int64_t i, double wi, double E) {
+                    const int32_t y = rest[i];
+                    double d = 1.0;
+                    if (p[y] < wi && wi > E) {
+                        d = std::max(0.0, (p[y] - E) / (wi - E));
+                        frozen[i] = 1;
+                    }
+                    if (iv < 0 && p[y] < E - opt.violation_tol * E) iv = i;
+                    if (d > 0.0) chc.push_back({y, d});
+                    wc[i] = wi * d;
+                    return hd[i] = 1.0 - d;
+                },
+                w, nullptr, &env);
             charge(4.0 * static_cast<double>(kc));
             std::vector<int32_t> stack;
             std::vector<double> h0;
             std::vector<int64_t> spos;
             race::Pair eu = env;
             for (int64_t i = kc; i-- > 0;) {
-                if (frozen[i]) { stack.push_back(rest[i]); h0.push_back(hd[i]); spos.push_back(i); continue; }
+                if (frozen[i]) {
+                    stack.push_back(rest[i]);
+                    h0.push_back(hd[i]);
+                    spos.push_back(i);
+                    continue;
+                }
                 gr.factors(q[rest[i]], e.data(), b.data());
                 eu.add(e.data(), b.data(), hd[i], q[rest[i]]);
             }
-            race::pass(gr, q, stack, eu, [&](int64_t i, double wi) {
-                if (h0[i] > 0.0) chc.push_back({stack[i], h0[i]});
-                wc[spos[i]] += wi * h0[i];
-                return 0.0;
-            }, w, h0.data());
+            race::pass(
+                gr, q, stack, eu,
+                [&](int64_t i, double wi) {
+                    if (h0[i] > 0.0) chc.push_back({stack[i], h0[i]});
+                    wc[spos[i]] += wi * h0[i];
+                    return 0.0;
+                },
+                w, h0.data());
             charge(3.0 * static_cast<double>(stack.size()));
             double ex = 0.0;
             for (int64_t i = 0; i < kc; ++i) ex += std::max(0.0, wc[i] - p[rest[i]]);

@@ -50,7 +50,10 @@ inline void race_sel(const std::vector<RaceChunk>& refs, int m, double* sel) {
     double laid[64] = {0.0};
     std::vector<double> big;
     double* L = laid;
-    if (m > 64) { big.assign(m, 0.0); L = big.data(); }
+    if (m > 64) {
+        big.assign(m, 0.0);
+        L = big.data();
+    }
     std::fill(sel, sel + m, 0.0);
     for (const RaceChunk& rf : refs) {
         double x = rf.mass;
@@ -134,7 +137,10 @@ inline void walk(const Plan& pl, const int32_t* t, SampleVisitor& vis) {
             if (!outer) continue;  // below every chunk: this draft cannot win
             c = e - 1;             // outer masses sum to 1 up to rounding
         }
-        if (pl.cidx[c] < best) { best = pl.cidx[c]; win = y; }
+        if (pl.cidx[c] < best) {
+            best = pl.cidx[c];
+            win = y;
+        }
     }
     if (win >= 0 && vis.test(win, pl.coin[win])) return;
     vis.residual(pl.res);

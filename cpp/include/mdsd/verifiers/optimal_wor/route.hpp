@@ -29,8 +29,8 @@
 namespace mdsd::verif::wor {
 
 // The inner orders, in the order they are tried.
-constexpr InnerOrder kLadder[] = {InnerOrder::Top,    InnerOrder::ChainBelowGroup, InnerOrder::ChainPlain,
-                                  InnerOrder::ChainSplit, InnerOrder::Bottom,     InnerOrder::Events,
+constexpr InnerOrder kLadder[] = {InnerOrder::Top,        InnerOrder::ChainBelowGroup, InnerOrder::ChainPlain,
+                                  InnerOrder::ChainSplit, InnerOrder::Bottom,          InnerOrder::Events,
                                   InnerOrder::PairSweep};
 
 inline bool Route::applies(InnerOrder o, int64_t group) const {
@@ -49,9 +49,7 @@ inline bool Route::applies(InnerOrder o, int64_t group) const {
 inline double Route::run_order(InnerOrder o, std::vector<Chunk>& ch, std::vector<double>& wn, int64_t& group) {
     switch (o) {
         case InnerOrder::Top: return order_top(ch, wn);
-        case InnerOrder::ChainBelowGroup:
-            group = needy_group(ord, base);
-            return order_chain(ch, wn, group, false);
+        case InnerOrder::ChainBelowGroup: group = needy_group(ord, base); return order_chain(ch, wn, group, false);
         case InnerOrder::ChainPlain: return order_chain(ch, wn, 0, false);
         case InnerOrder::ChainSplit: return order_chain(ch, wn, group, true);
         case InnerOrder::Bottom: return order_bottom(ch, wn);
@@ -74,7 +72,12 @@ inline void Route::inner_system() {
         std::vector<double> won2(won);
         const double d = run_order(kLadder[i], ch2, won2, group);
         ++orders_run;
-        if (d < best) { chH.swap(ch2); won.swap(won2); best = d; best_order = static_cast<int>(kLadder[i]); }
+        if (d < best) {
+            chH.swap(ch2);
+            won.swap(won2);
+            best = d;
+            best_order = static_cast<int>(kLadder[i]);
+        }
     }
 }
 
@@ -103,8 +106,7 @@ inline void run_route(Plan& pl, const double* p, const double* q, int n, const s
 
 // The exact sweep on an enumerable support: loads from the stored chunks by enumeration of the
 // draft sets (exact given the chunks).
-inline void run_exact(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup,
-                      int64_t ks) {
+inline void run_exact(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup, int64_t ks) {
     const int64_t K = static_cast<int64_t>(sup.size());
     const auto law = wor_set_law(q, sup, n);
     SystemSets outer, inner;
@@ -112,8 +114,13 @@ inline void run_exact(Plan& pl, const double* p, const double* q, int n, const s
     for (int64_t k = 0; k < ks; ++k) inner.sys_tok.push_back(sup[k]);
     const uint64_t hmask = ks >= 64 ? ~uint64_t{0} : ((uint64_t{1} << ks) - 1);
     for (const auto& [m, pr] : law) {
-        if (m & ~hmask) { outer.mask.push_back(static_cast<uint32_t>(m >> ks)); outer.prob.push_back(pr); }
-        else { inner.mask.push_back(static_cast<uint32_t>(m)); inner.prob.push_back(pr); }
+        if (m & ~hmask) {
+            outer.mask.push_back(static_cast<uint32_t>(m >> ks));
+            outer.prob.push_back(pr);
+        } else {
+            inner.mask.push_back(static_cast<uint32_t>(m));
+            inner.prob.push_back(pr);
+        }
     }
     int64_t s1 = 0, s2 = 0;
     const auto chA = exact_outer(outer, p, static_cast<int>(K - ks), s1);
@@ -194,13 +201,13 @@ struct OptimalWor {
         // "optimal" means optimal: a row the route does not certify is refused under Strict.
         if (policy == Policy::Strict && short_of_alpha())
             throw std::domain_error(
-                "scheme: 'optimal' for 'wor' drafts at this support size (" + std::to_string(ks) +
-                " tokens in H*, " + std::to_string(K - ks) + " outside) reaches acceptance " +
-                std::to_string(pl.alpha_plan) + ", below alpha*_wor = " + std::to_string(pl.alpha_star) +
-                " by " + fmt_g(pl.alpha_star - pl.alpha_plan) + "; closest inner order: " +
-                order_name(pl.route.best_order) + ", " + std::to_string(pl.route.orders_run) + " orders run, " +
-                (pl.route.out_of_budget ? "work budget spent (" + fmt_g(budget.used) + " of " +
-                                              fmt_g(opt.work_budget) + " grid operations; raise budget=)"
+                "scheme: 'optimal' for 'wor' drafts at this support size (" + std::to_string(ks) + " tokens in H*, " +
+                std::to_string(K - ks) + " outside) reaches acceptance " + std::to_string(pl.alpha_plan) +
+                ", below alpha*_wor = " + std::to_string(pl.alpha_star) + " by " +
+                fmt_g(pl.alpha_star - pl.alpha_plan) + "; closest inner order: " + order_name(pl.route.best_order) +
+                ", " + std::to_string(pl.route.orders_run) + " orders run, " +
+                (pl.route.out_of_budget ? "work budget spent (" + fmt_g(budget.used) + " of " + fmt_g(opt.work_budget) +
+                                              " grid operations; raise budget=)"
                                         : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
                 ". Refused rather than called optimal; 'sweep' keeps this lossless plan (docs/theory.md §15.3)");
         return pl;
