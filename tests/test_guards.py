@@ -176,12 +176,12 @@ LONG_CALLS = {
         "m = _core.FlowModel(p, q, 2, 'iid', 1e8, None, None)",
         "[m.max_flow(None) for _ in range(1000)]",
     ),
-    # the full-vocabulary wor route of "optimal": shipped row 336 at n = 2 runs every order and the
+    # the full-vocabulary wor route of "optimal" with a large work budget: shipped row 336 at n = 2 runs every order and the
     # O(k^2) pair sweep (~25 s uninterrupted)
     "wor-race": (
         "ds = mf.load_dataset(); ch = next(iter(ds.iter_chunks(len(ds))))\n"
         "p = np.asarray(ch.p[336], dtype=np.float64); q = np.asarray(ch.q[336], dtype=np.float64)",
-        "mf.acceptance('optimal', p, q, 2, scheme='wor')",
+        "mf.acceptance('optimal', p, q, 2, scheme='wor', work_budget=1e13)",
     ),
     # draft-set enumeration (C++) inside solve_lp
     "set-enumeration": (

@@ -256,36 +256,31 @@ class OptimalLP(Verifier):
 
 
 class Optimal(Verifier):
-    """``optimal``: an optimal verifier without a solver (docs/theory.md §3, §8.10).
+    """``optimal``: an optimal verifier without a solver (docs/theory.md §8.10, §12, §13, §15).
 
-    Scheme: "iid" (default, ``scheme=``) at full vocabulary, or "wor". For "wor" the sweep is exact
-    on supports small enough to enumerate (at most 12 tokens on each side of H* and 500,000 ordered
-    draft tuples). Larger rows take the full-vocabulary route (exponential-race evaluation, safe
-    moves, the exact sweep on a small head or core, chain orders, and at n = 2 the prefix-event
-    sweep on the whole inner system in closed form; median ~40-55 ms per shipped row at
-    V = 49,152, n = 4, seconds on rare rows). Its plan's acceptance is checked against alpha*_wor,
-    and a row that falls short by more than 1e-9 raises ValueError instead of being called optimal
-    (``sweep`` keeps such plans). Every shipped row is certified at n = 2, 4 and 8; at n = 3, 532 of
-    537 (docs/research/OPTIMAL_WOR.md). The certificate H* of
+    Scheme: "iid" (default, ``scheme=``) at full vocabulary, or "wor". The certificate H* of
     ``optimal_acceptance`` splits the plan (complementary slackness): a tuple with a draft outside H*
     outputs one of those drafts; a tuple inside H* outputs one of its drafts or rejects to the
     residual r ∝ p - a.
 
-    - "iid": every draft gets an independent random level and the highest level wins; each
-      token's level pieces are placed once per position (O(V log V), a left-curtain-type coupling
-      of p/q with the level line) so that token y wins with mass p(y) on H* and at most p(y)
-      outside. Verification of a tuple: O(n log pieces).
-    - "wor": a random-utility race built by the tight-set sweep (cpp/include/mdsd/verifiers/
-      sweep.hpp): each token's level mass is laid top down in chunks, a drafted token draws one of
-      its chunks and the earliest chunk wins; chunk sizes stop at the events where a Hall slack of
-      the remaining system turns tight, which keeps every load at most p(y) outside H* and exactly
-      p(y) inside it. Verification of a tuple: O(n log chunks).
+    - "iid": the level race (docs/theory.md §12). Every draft gets an independent random level and
+      the highest level wins; each token's level pieces are placed once per position (O(V log V))
+      so that token y wins with mass p(y) on H* and at most p(y) outside. Acceptance alpha*_iid.
+      Verification of a tuple: O(n log pieces).
+    - "wor": a random-utility race of chunks (docs/theory.md §13): each token's level mass is laid
+      top down in chunks, a drafted token draws one of its chunks and the earliest chunk wins.
+      On supports small enough to enumerate (at most 12 tokens on each side of H*) the tight-set
+      sweep lays them exactly: acceptance alpha*_wor. Larger rows take the full-vocabulary route
+      (docs/theory.md §15), which climbs a ladder of orders of the same race within a work budget
+      per row (``work_budget=``, default ``WOR_WORK_BUDGET``); its plan's acceptance is checked
+      against alpha*_wor, and a row that falls short by more than 1e-9 raises ValueError saying
+      which order got closest and whether the budget ran out (``sweep`` keeps such plans). The
+      share certified at each budget, on shipped and held-out rows: bench/README.md.
 
-    Acceptance alpha* of the scheme, computed as the plan's accepted mass from the pieces/chunks
-    actually built (measured within 1e-10 of alpha*).
+    The reported acceptance is the plan's accepted mass from the pieces/chunks actually built.
 
-    Source: this package (cpp/include/mdsd/verifiers/optimal.hpp, sweep.hpp); the split is Global
-    Resolution's (Thomas & Pal).
+    Source: this package (cpp/include/mdsd/verifiers/optimal_iid.hpp, optimal_wor/); the split is
+    Global Resolution's (Thomas & Pal).
     """
 
     name = "optimal"
@@ -296,19 +291,18 @@ class Optimal(Verifier):
 
 
 class TightSetSweep(Verifier):
-    """``sweep``: the tight-set sweep for without-replacement drafts, kept where it falls short.
+    """``sweep``: the without-replacement plan of ``optimal``, kept where it falls short.
 
     Scheme: n drafts without replacement ("wor", the Gumbel-top-n law). The same plan as
-    ``optimal`` with ``scheme="wor"`` (a random-utility race built by the tight-set sweep,
-    docs/research/OPTIMAL_WOR.md). ``optimal`` refuses a full-vocabulary row whose
-    plan is not certified to reach alpha*_wor (its greedy parts met a tight-set event they do not
-    handle); ``sweep`` keeps that plan. It is lossless on every row, its exact acceptance is the
-    plan's accepted mass (at most alpha*_wor, equal to it on every certified row), and it is the
-    way to run the construction over a whole dataset (the report's wor column). Median 11 / 38 /
-    116 ms per shipped position (V = 49,152) at n = 2 / 4 / 8 on one core (up to ~30 s on the few
-    rows that need the last orders). Verification of a tuple: O(n log chunks).
+    ``optimal`` with ``scheme="wor"`` under the keep policy: ``optimal`` refuses a
+    full-vocabulary row whose plan is not certified to reach alpha*_wor; ``sweep`` keeps that
+    plan. It is lossless on every row, its exact acceptance is the plan's accepted mass (at most
+    alpha*_wor, equal to it on every certified row), and its cost is bounded by the work budget
+    (``work_budget=``): the way to run the construction over a whole dataset (the report's wor
+    column). ``route_report("sweep", p, q, n)`` says per row what the route did. Verification of a
+    tuple: O(n log chunks).
 
-    Source: this package (cpp/include/mdsd/verifiers/sweep.hpp, optimal.hpp).
+    Source: this package (cpp/include/mdsd/verifiers/optimal_wor/).
     """
 
     name = "sweep"

@@ -207,9 +207,9 @@ struct OptimalWor {
                 fmt_g(pl.alpha_star - pl.alpha_plan) + "; closest inner order: " + order_name(pl.route.best_order) +
                 ", " + std::to_string(pl.route.orders_run) + " orders run, " +
                 (pl.route.out_of_budget ? "work budget spent (" + fmt_g(budget.used) + " of " + fmt_g(opt.work_budget) +
-                                              " grid operations; raise budget=)"
+                                              " grid operations; raise work_budget=)"
                                         : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
-                ". Refused rather than called optimal; 'sweep' keeps this lossless plan (docs/theory.md §15.3)");
+                "; refused rather than called optimal ('sweep' keeps this lossless plan; docs/theory.md §15.3)");
         return pl;
     }
 
