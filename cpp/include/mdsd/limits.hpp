@@ -24,8 +24,8 @@ constexpr int kExactSweepSystem = 12;
 constexpr int64_t kExactSweepTuples = 500000;
 // The full-vocabulary without-replacement route (its race grid grows like sqrt(n)).
 constexpr int kWorRouteMaxN = 64;
-// Work budget per row of that route, in grid operations (verifiers/optimal_wor/budget.hpp): about
-// 0.2 s of one core at n <= 4, V = 49,152 on the reference machine (bench/README.md).
+// Work budget per row of that route, in grid operations (verifiers/optimal_wor/budget.hpp): at
+// most ~0.25-0.33 s of one core at n <= 4, V = 49,152 on the reference machine (bench/README.md).
 constexpr double kWorWorkBudget = 4e7;
 // The gap report's n values (its verifiers and schemes at every n of the table).
 constexpr int kReportMaxN = 8;
