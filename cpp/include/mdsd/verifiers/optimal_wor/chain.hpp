@@ -48,8 +48,8 @@ inline int64_t Route::needy_group(const std::vector<int32_t>& o, const race::Pai
 inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, const race::Pair& env, int64_t mt,
                                                ChainMode md, std::vector<Chunk>& ch, std::vector<double>& wn) {
     const int64_t ko = static_cast<int64_t>(o.size());
-    // Out of budget: lay nothing (the tokens keep their whole mass, below every chunk: a
-    // consistent, lossless part of a plan that the ladder will not keep).
+    // Out of budget: lay nothing (the tokens keep their whole mass, below every chunk): a
+    // consistent, lossless part of a plan, which the ladder keeps only if its deficit is smaller.
     if (budget.exhausted()) return std::vector<double>(ko, 1.0);
     const std::size_t ch0 = ch.size();
     std::vector<double> hout(ko, 1.0);
@@ -58,7 +58,7 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
     if (mt > 0) {
         const race::Pair below = times(env, rest, one);
         const int64_t mt2 = md.depth + 1 < opt.chain_depth ? needy_group(top, below) : 0;
-        const std::vector<double> ht = chain_system(top, below, mt2, {md.depth + 1, 0, md.split}, ch, wn);
+        const std::vector<double> ht = chain_system(top, below, mt2, {md.depth + 1, md.split}, ch, wn);
         std::copy(ht.begin(), ht.end(), hout.begin());
         base1 = times(env, top, [&](std::size_t i) { return ht[i]; });
     }
@@ -114,7 +114,7 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
     if (!md.split && iv > 0 && ko - iv > mt) {  // o[0 .. ko - iv) unvisited
         ch.resize(ch0);
         for (int32_t y : o) wn[y] = 0.0;
-        return chain_system(o, env, ko - iv, {md.depth, md.retry + 1, false}, ch, wn);
+        return chain_system(o, env, ko - iv, {md.depth, false}, ch, wn);
     }
     // The unvisited part: the head by the prefix-event sweep, or (split) rest[0 .. kw) as a
     // chain of its own. Then the frozen tokens among the c visited, last visited first,
@@ -130,8 +130,7 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
         std::fill(frozen.begin(), frozen.end(), 0);
         down(c);
         const std::vector<int32_t> W(rest.begin(), rest.begin() + kw), vis(tail.begin(), tail.begin() + c);
-        hw = chain_system(W, times(base1, vis, [&](std::size_t i) { return hd[i]; }), 0, {md.depth + 1, 0, true}, ch,
-                          wn);
+        hw = chain_system(W, times(base1, vis, [&](std::size_t i) { return hd[i]; }), 0, {md.depth + 1, true}, ch, wn);
     } else {
         hw = event_sweep(head, times(base1, tail, [&](std::size_t i) { return hd[i]; }), ch, wn);
     }
@@ -176,7 +175,7 @@ inline std::vector<double> Route::chain_system(const std::vector<int32_t>& o, co
 inline double Route::order_chain(std::vector<Chunk>& ch, std::vector<double>& wn, int64_t mt, bool split) {
     ch.clear();
     for (int32_t y : Hp) wn[y] = 0.0;
-    chain_system(ord, base, mt, {0, 0, split}, ch, wn);
+    chain_system(ord, base, mt, {0, split}, ch, wn);
     return deficit_of(wn);
 }
 

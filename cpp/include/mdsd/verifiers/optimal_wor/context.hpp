@@ -232,7 +232,7 @@ struct Route {
     double order_events(std::vector<Chunk>& ch, std::vector<double>& wn);
     double order_pair_sweep(std::vector<Chunk>& ch, std::vector<double>& wn);
     struct ChainMode {
-        int depth = 0, retry = 0;
+        int depth = 0;  // levels of needy groups above this chain
         bool split = false;
     };
     int64_t needy_group(const std::vector<int32_t>& o, const race::Pair& env);
