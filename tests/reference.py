@@ -40,6 +40,17 @@ def tuple_law(q: np.ndarray, n: int, scheme: str) -> Iterable[tuple[tuple[int, .
             if x in T or q[x] == 0:
                 continue
             yield T + (x,), q[x] / rest
+    elif scheme == "topk":
+        order = sorted(range(V), key=lambda i: (-q[i], i))
+        yield tuple(sorted(order[:n])), 1.0
+    elif scheme.startswith("top"):  # "top<m>+iid" / "top<m>+wor": T, then n - m draws from q over V \ T
+        m, rest_scheme = int(scheme[3 : scheme.index("+")]), scheme[scheme.index("+") + 1 :]
+        order = sorted(range(V), key=lambda i: (-q[i], i))
+        T = tuple(sorted(order[:m]))
+        rest = math.fsum(q[i] for i in range(V) if i not in T)
+        qr = np.array([0.0 if i in T else q[i] / rest for i in range(V)])
+        for t, w in tuple_law(qr, n - m, rest_scheme):
+            yield T + t, w
     elif scheme == "independent":
         for t in itertools.product(range(V), repeat=n):
             w = float(np.prod([q[k, i] for k, i in enumerate(t)]))

@@ -142,7 +142,11 @@ def test_bad_n_is_refused(entry: str, n: Any, exc: type[Exception], match: str) 
         (lambda: mf.acceptance("rrs", P, Q, 2, exact=False, rng=-1), ValueError, "rng: expected anything numpy"),
         (lambda: mf.simulate("nope", P, Q, 2, 10), ValueError, "name: expected one of"),
         (lambda: mf.simulate(None, P, Q, 2, 10), ValueError, "name: expected one of"),
-        (lambda: mf.acceptance("optimal-lp", P, Q, 2, scheme="independent"), ValueError, "scheme: expected one of"),
+        (
+            lambda: mf.acceptance("optimal-lp", P, Q, 2, scheme="independent"),
+            ValueError,
+            "scheme: verifier 'optimal-lp' verifies",
+        ),
         (
             lambda: mf.acceptance("greedy", P, Q, 2, scheme="iid"),
             ValueError,

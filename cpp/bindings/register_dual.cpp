@@ -1,4 +1,4 @@
-// Bindings for the fast dual kernels (sorted prefix, greedy closed form).
+// Bindings for the fast dual kernels (sorted prefix, greedy closed form, topk, mixed schemes).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -25,7 +25,7 @@ py::tuple dual_batch(const F64& p, const F64& q, int n, const std::string& schem
                      bool certificate, int threads) {
     if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
         throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
-    const mdsd::Scheme sc = mdsd::parse_scheme(scheme);
+    const mdsd::DraftScheme sc = mdsd::parse_draft_scheme(scheme);
     const mdsd::WorMethod wm = parse_wor(wor_method);
     const int64_t B = p.shape(0), V = p.shape(1);
     py::array_t<double> alpha(B);
@@ -50,6 +50,7 @@ py::tuple dual_batch(const F64& p, const F64& q, int n, const std::string& schem
 void register_dual(py::module_& m) {
     m.def("dual_batch", &dual_batch, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"),
           py::arg("wor_method") = "auto", py::arg("certificate") = false, py::arg("threads") = 0,
-          "alpha* of each row of (B, V) arrays by the sorted-prefix scan (iid, wor) or the greedy closed form.\n"
+          "alpha* of each row of (B, V) arrays by the sorted-prefix scan (iid, wor, mixed) or the closed forms "
+          "(greedy, topk).\n"
           "Inputs must already be validated and normalised. Returns (alpha[B], list of certificates or None).");
 }

@@ -69,9 +69,12 @@ std::shared_ptr<FlowModel> make_model(const F64& p, const std::optional<F64>& q,
             mdl->sets = mdsd::sets_independent(pp, qq, V, n, max_sets);
         } else {
             if (q->ndim() != 1 || q->shape(0) != V) throw std::invalid_argument("q: expected shape (V,)");
-            const mdsd::Scheme sc = mdsd::parse_scheme(scheme);
+            const mdsd::DraftScheme ds = mdsd::parse_draft_scheme(scheme);
+            const mdsd::Scheme sc = ds.kind;
             py::gil_scoped_release nogil;
-            if (sc == mdsd::Scheme::Iid) mdl->sets = mdsd::sets_iid(pp, qq, V, n, max_sets);
+            if (ds.mixed()) mdl->sets = mdsd::sets_mixed(pp, qq, V, n, ds, max_sets);
+            else if (sc == mdsd::Scheme::Topk) mdl->sets = mdsd::sets_topk(pp, qq, V, n);
+            else if (sc == mdsd::Scheme::Iid) mdl->sets = mdsd::sets_iid(pp, qq, V, n, max_sets);
             else if (sc == mdsd::Scheme::Wor) mdl->sets = mdsd::sets_wor(pp, qq, V, n, max_sets);
             else {
                 std::vector<int32_t> T;

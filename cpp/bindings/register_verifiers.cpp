@@ -56,7 +56,7 @@ class VerifierBatch {
             throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
         if (n < 1) throw std::invalid_argument("n: must be >= 1");
         const v::Kind kind = v::parse_kind(name);
-        const v::Drafter::Kind sk = v::parse_drafts(scheme);
+        const v::Drafter::Spec sk = v::parse_drafts(scheme);
         B_ = p.shape(0);
         V_ = p.shape(1);
         n_ = n;

@@ -35,7 +35,8 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
         raise ImportError("plots need matplotlib: pip install 'mdsd_fast[plot]'") from exc
     out_dir.mkdir(parents=True, exist_ok=True)
     recs = [r for r in rep.records if r["domain"] != "all"]  # the pooled rows would count twice
-    schemes = sorted({r["scheme"] for r in recs}, key=["iid", "wor", "greedy"].index)
+    order = ["iid", "wor", "greedy", "topk"]  # then mixed schemes by name
+    schemes = sorted({r["scheme"] for r in recs}, key=lambda s: (order.index(s) if s in order else len(order), s))
     drafts = sorted({r["draft"] for r in recs})
     methods = list(dict.fromkeys(r["method"] for r in recs if r["kind"] == "verifier"))
     ns = sorted({r["n"] for r in recs})

@@ -14,13 +14,15 @@ Rules (applied to every probability array the package accepts):
 * normalisation: a row whose sum is within ``SUM_TOL`` (1e-4) of 1 is divided by its sum;
   any other row is an error naming the row.
 * n: a Python/NumPy integer ``>= 1`` (bool refused); schemes that draw distinct tokens
-  ("wor", "greedy") need at least n tokens with q > 0 in every row.
+  ("wor", "greedy", "topk", "top<m>+wor") need at least n tokens with q > 0 in every row,
+  "top<m>+iid" at least m + 1; mixed schemes need 1 <= m < n.
 """
 
 from __future__ import annotations
 
 import numbers
 import operator
+import re
 from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
@@ -33,11 +35,15 @@ SUM_TOL = 1e-4
 MAX_V = limits.MAX_VOCAB
 #: Requests for more threads than this are clamped (the C++ core caps there anyway).
 MAX_THREADS = limits.MAX_THREADS
-#: Draft schemes of ``optimal_acceptance``, and those ``solve_lp`` also accepts.
-Scheme = Literal["iid", "wor", "greedy"]
-LPScheme = Literal["iid", "wor", "greedy", "independent", "explicit"]
-SCHEMES: tuple[Scheme, ...] = ("iid", "wor", "greedy")
-LP_SCHEMES: tuple[LPScheme, ...] = ("iid", "wor", "greedy", "independent", "explicit")
+#: Named draft schemes of ``optimal_acceptance``, and those ``solve_lp`` also accepts. Besides these,
+#: both take the mixed schemes "top<m>+iid" and "top<m>+wor" (m >= 1; see ``mixed_parts``).
+Scheme = Literal["iid", "wor", "greedy", "topk"]
+LPScheme = Literal["iid", "wor", "greedy", "topk", "independent", "explicit"]
+SCHEMES: tuple[Scheme, ...] = ("iid", "wor", "greedy", "topk")
+LP_SCHEMES: tuple[LPScheme, ...] = ("iid", "wor", "greedy", "topk", "independent", "explicit")
+#: The family names the verifier table uses for every mixed scheme.
+MIXED_FAMILIES = ("top<m>+iid", "top<m>+wor")
+_MIXED = re.compile(r"top([1-9][0-9]{0,5})\+(iid|wor)")
 
 _S = TypeVar("_S", bound=str)
 
@@ -54,6 +60,8 @@ __all__ = [
     "check_support",
     "check_bool",
     "check_threads",
+    "mixed_parts",
+    "scheme_family",
 ]
 
 
@@ -153,26 +161,51 @@ def check_threads(threads: Any) -> int:
     return min(operator.index(threads), MAX_THREADS)
 
 
+def mixed_parts(scheme: str) -> tuple[int, str] | None:
+    """(m, "iid" | "wor") for a mixed scheme "top<m>+iid" / "top<m>+wor", None for any other string."""
+    mt = _MIXED.fullmatch(scheme)
+    return (int(mt.group(1)), mt.group(2)) if mt else None
+
+
+def scheme_family(scheme: str) -> str:
+    """The name the verifier table uses for a scheme: "top<m>+iid" for "top2+iid", the name itself otherwise."""
+    mp = mixed_parts(scheme)
+    return f"top<m>+{mp[1]}" if mp else scheme
+
+
 @overload
-def check_scheme(scheme: Any) -> Scheme: ...
+def check_scheme(scheme: Any) -> str: ...
 @overload
-def check_scheme(scheme: Any, allowed: tuple[_S, ...]) -> _S: ...
-def check_scheme(scheme: Any, allowed: tuple[str, ...] = SCHEMES) -> str:
-    """``scheme`` itself once it is one of ``allowed`` (so typed as that tuple's Literal members)."""
-    if not isinstance(scheme, str) or scheme not in allowed:
-        raise ValueError(f"scheme: expected one of {', '.join(map(repr, allowed))}, got {scheme!r}")
-    return scheme
+def check_scheme(scheme: Any, allowed: tuple[_S, ...], *, mixed: bool = ...) -> _S: ...
+def check_scheme(scheme: Any, allowed: tuple[str, ...] = SCHEMES, *, mixed: bool = True) -> str:
+    """``scheme`` itself once it is one of ``allowed`` or, with ``mixed``, a mixed scheme "top<m>+iid|wor"."""
+    if isinstance(scheme, str) and (scheme in allowed or (mixed and mixed_parts(scheme) is not None)):
+        return scheme
+    names = ", ".join(map(repr, allowed)) + (", 'top<m>+iid', 'top<m>+wor'" if mixed else "")
+    raise ValueError(f"scheme: expected one of {names}, got {scheme!r}")
 
 
 def check_support(name: str, q2: NDArray[np.float64], n: int, scheme: str) -> None:
-    """Distinct-token schemes need n tokens with positive draft probability in every row."""
-    if scheme not in ("wor", "greedy") or q2.shape[0] == 0:
+    """Schemes with deterministic or distinct drafts need enough tokens with q > 0 in every row."""
+    mp = mixed_parts(scheme)
+    if mp is not None and mp[0] >= n:
+        raise ValueError(
+            f"scheme: {scheme!r} drafts the top {mp[0]} tokens and needs n > {mp[0]}, got n = {n}"
+            + (" (use 'topk' for all n deterministic)" if mp[0] == n else "")
+        )
+    if q2.shape[0] == 0:
+        return
+    if scheme in ("wor", "greedy", "topk") or (mp is not None and mp[1] == "wor"):
+        need, what = n, f"draws {n} distinct tokens"
+    elif mp is not None:
+        need, what = mp[0] + 1, f"drafts the top {mp[0]} tokens plus draws from the rest"
+    else:
         return
     support = np.count_nonzero(q2 > 0, axis=1)
-    short = support < n
+    short = support < need
     if short.any():
         r = int(np.argmax(short))
         raise ValueError(
-            f"n: scheme {scheme!r} draws {n} distinct tokens but {name} row {r} has only "
+            f"n: scheme {scheme!r} {what} but {name} row {r} has only "
             f"{int(support[r])} tokens with positive probability"
         )

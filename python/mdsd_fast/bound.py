@@ -21,8 +21,6 @@ from . import _core
 from ._validate import (
     LP_SCHEMES,
     SCHEMES,
-    LPScheme,
-    Scheme,
     as_array,
     as_distribution,
     as_pair,
@@ -31,6 +29,7 @@ from ._validate import (
     check_scheme,
     check_support,
     check_threads,
+    mixed_parts,
 )
 
 __all__ = ["optimal_acceptance", "solve_lp", "LPResult", "SolverError", "TooLargeError", "DEFAULT_MAX_SETS"]
@@ -146,7 +145,7 @@ def solve_lp(
     p: ArrayLike,
     q: ArrayLike | None,
     n: int,
-    scheme: LPScheme = "iid",
+    scheme: str = "iid",
     *,
     tuples: ArrayLike | None = None,
     probs: ArrayLike | None = None,
@@ -159,10 +158,11 @@ def solve_lp(
     Parameters
     ----------
     p : (V,) target distribution.
-    q : draft distribution, (V,) for "iid", "wor", "greedy"; (n, V) for "independent" (row k is the
-        law of draft k); ignored (may be None) for "explicit".
+    q : draft distribution, (V,) for "iid", "wor", "greedy", "topk" and the mixed schemes; (n, V)
+        for "independent" (row k is the law of draft k); ignored (may be None) for "explicit".
     n : number of drafts (for "explicit", the tuple width is taken from ``tuples``).
-    scheme : "iid", "wor", "greedy", "independent" or "explicit".
+    scheme : "iid", "wor", "greedy", "topk", a mixed scheme "top<m>+iid" / "top<m>+wor" (as in
+        ``optimal_acceptance``), "independent" or "explicit".
     tuples, probs : for "explicit": int array (m, n) of draft tuples and their m probabilities
         (non-negative, summing to 1 within 1e-4; renormalised).
     max_sets : refuse (``TooLargeError``, a ValueError stating the size needed) before enumerating
@@ -232,7 +232,7 @@ def solve_lp(
     cut: float | None = None
     if solver == "flow":
         hint = None
-        if scheme in SCHEMES:
+        if scheme in SCHEMES or mixed_parts(scheme) is not None:
             assert q1 is not None
             _, certs = _core.dual_batch(p1[None, :], q1[None, :], n, scheme, "auto", True, 1)
             hint = certs[0]
@@ -327,7 +327,7 @@ def optimal_acceptance(
     p: ArrayLike,
     q: ArrayLike,
     n: int,
-    scheme: Scheme = ...,
+    scheme: str = ...,
     *,
     method: str = ...,
     return_certificate: Literal[False] = ...,
@@ -339,7 +339,7 @@ def optimal_acceptance(
     p: ArrayLike,
     q: ArrayLike,
     n: int,
-    scheme: Scheme = ...,
+    scheme: str = ...,
     *,
     method: str = ...,
     return_certificate: Literal[True],
@@ -352,7 +352,7 @@ def optimal_acceptance(
     p: ArrayLike,
     q: ArrayLike,
     n: int,
-    scheme: Scheme = "iid",
+    scheme: str = "iid",
     *,
     method: str = "auto",
     return_certificate: bool = False,
@@ -372,8 +372,13 @@ def optimal_acceptance(
     n : number of drafts (>= 1).
     scheme : "iid" (independent draws from q, with replacement), "wor" (sequentially without
         replacement, each draw from q renormalised over the tokens not yet drawn: the Gumbel-top-n
-        law), or "greedy" (the n-1 most probable tokens of q, ties to the lower id, plus one token
-        drawn from q renormalised over the rest).
+        law), "greedy" (the n-1 most probable tokens of q, ties to the lower id, plus one token
+        drawn from q renormalised over the rest), "topk" (the n most probable tokens of q, ties to
+        the lower id, no randomness: alpha* = p of those tokens), or a mixed scheme "top<m>+iid" /
+        "top<m>+wor" with 1 <= m < n (the m most probable tokens plus n - m tokens drawn from q
+        renormalised over the rest, i.i.d. or without replacement; "greedy" is "top<n-1>+iid").
+        For a mixed scheme alpha* = p(T) + alpha* of the random drafts against p with T merged
+        into one token that is never drafted (docs/theory.md §5.2).
     method : "dual" (sorted-prefix scan / closed form, O(V log V)), "lp" (the flow LP over
         enumerated draft sets, solved by HiGHS: small V only), or "auto" (= "dual").
     return_certificate : also return H (sorted int64 token ids; a list of arrays for a batch)
@@ -395,8 +400,12 @@ def optimal_acceptance(
         raise ValueError(f"method: expected 'auto', 'dual' or 'lp', got {method!r}")
     if not isinstance(wor_method, str) or wor_method not in ("auto", "exact", "integral"):
         raise ValueError(f"wor_method: expected 'auto', 'exact' or 'integral', got {wor_method!r}")
-    if wor_method == "exact" and scheme == "wor" and n > 3:
-        raise ValueError("wor_method: 'exact' covers n <= 3; use 'integral' or 'auto' for larger n")
+    mp = mixed_parts(scheme)
+    random_wor = n if scheme == "wor" else (n - mp[0] if mp is not None and mp[1] == "wor" else 0)
+    if wor_method == "exact" and random_wor > 3:
+        raise ValueError(
+            "wor_method: 'exact' covers n <= 3 random without-replacement drafts; use 'integral' or 'auto'"
+        )
     nthreads = check_threads(threads)
     p2, q2, batched = as_pair(p, q)
     B = p2.shape[0]

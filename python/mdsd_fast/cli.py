@@ -93,7 +93,11 @@ def _add_report_parser(sub: Any) -> None:
         default=None,
         help="your own (B, V) target and draft arrays instead of a dataset",
     )
-    rp.add_argument("--schemes", default="iid,wor,greedy", help="comma-separated (default iid,wor,greedy)")
+    rp.add_argument(
+        "--schemes",
+        default="iid,wor,greedy,topk",
+        help="comma-separated (default iid,wor,greedy,topk; mixed schemes such as top1+iid, top2+wor too)",
+    )
     rp.add_argument("--n", default="1,2,3,4", help="numbers of drafts, comma-separated, each 1..8 (default 1,2,3,4)")
     rp.add_argument(
         "--verifiers",

@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import __version__, _core
-from ._validate import Scheme, as_pair, check_threads
+from ._validate import SCHEMES, as_pair, check_threads, mixed_parts, scheme_family
 from .bound import TooLargeError
 from .data import LMDataset, default_dataset_path, from_arrays, load_dataset
 from .limits import REPORT_MAX_N
@@ -49,13 +49,21 @@ __all__ = ["ReportConfig", "GapReport", "gap_report", "expected_tokens", "DEFAUL
 #: which is out of reach at real vocabulary sizes (ask for it on small data); "optimal" is the
 #: full-vocabulary optimal verifier for i.i.d. drafts, "sweep" its without-replacement
 #: construction (at alpha*_wor wherever certified, lossless everywhere).
-DEFAULT_VERIFIERS = ("sd", "rrs", "kseq", "rrs-wor", "spechub", "greedy", "optimal", "sweep")
+DEFAULT_VERIFIERS = ("sd", "rrs", "kseq", "rrs-wor", "spechub", "greedy", "topk", "optimal", "sweep")
 
 # The schemes under which the report lists each verifier, and the n it handles (None: every n >= 2
 # of the config), from the verifier table. "optimal" is listed under "iid" only: for "wor" it
 # refuses the rows it cannot certify, so the report runs "sweep", its keep policy, there.
 _VERIFIER_SCHEMES: dict[str, tuple[str, ...]] = {name: v.report_schemes for name, v in verifiers.items()}
 _FIXED_N = {name: v.fixed_n for name, v in verifiers.items() if v.fixed_n is not None}
+
+
+def _drafts_needed(scheme: str, n: int) -> tuple[int, int]:
+    """(the smallest n the scheme has, tokens with q > 0 a row needs at n drafts) for ``scheme``."""
+    mp = mixed_parts(scheme)
+    if mp is not None:
+        return mp[0] + 1, (n if mp[1] == "wor" else mp[0] + 1)
+    return 0, (1 if scheme == "iid" else n)
 
 
 def expected_tokens(alpha: float | NDArray[np.float64], gamma: int) -> Any:
@@ -71,7 +79,8 @@ def expected_tokens(alpha: float | NDArray[np.float64], gamma: int) -> Any:
 class ReportConfig:
     """What a report computes. Everything that changes a number is part of the shard key."""
 
-    schemes: tuple[str, ...] = ("iid", "wor", "greedy")
+    #: any scheme of ``optimal_acceptance``, mixed ones ("top1+wor", ...) included
+    schemes: tuple[str, ...] = ("iid", "wor", "greedy", "topk")
     ns: tuple[int, ...] = (1, 2, 3, 4)
     verifiers: tuple[str, ...] = DEFAULT_VERIFIERS
     temperatures: tuple[float, ...] | None = None
@@ -85,8 +94,10 @@ class ReportConfig:
 
     def __post_init__(self) -> None:
         for s in self.schemes:
-            if s not in ("iid", "wor", "greedy"):
-                raise ValueError(f"schemes: unknown scheme {s!r} (expected iid, wor, greedy)")
+            if not isinstance(s, str) or (s not in SCHEMES and mixed_parts(s) is None):
+                raise ValueError(
+                    f"schemes: unknown scheme {s!r} (expected iid, wor, greedy, topk, top<m>+iid, top<m>+wor)"
+                )
         for n in self.ns:
             if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= REPORT_MAX_N:
                 raise ValueError(f"ns: every n must be an integer in 1..{REPORT_MAX_N}, got {n!r}")
@@ -107,16 +118,19 @@ class ReportConfig:
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     def pairs(self) -> list[tuple[str, int]]:
-        return [(s, n) for s in self.schemes for n in self.ns]
+        """(scheme, n) pairs with an alpha*: a mixed scheme top<m>+... needs n > m."""
+        return [(s, n) for s in self.schemes for n in self.ns if _drafts_needed(s, n)[0] <= n]
 
     def verifier_runs(self) -> list[tuple[str, str, int]]:
         """(verifier, scheme, n) triples the report evaluates."""
         runs = []
         for v in self.verifiers:
-            for s in _VERIFIER_SCHEMES.get(v, ()):
-                if s not in self.schemes:
+            for s in self.schemes:
+                if scheme_family(s) not in _VERIFIER_SCHEMES.get(v, ()):
                     continue
                 for n in self.ns:
+                    if _drafts_needed(s, n)[0] > n:
+                        continue
                     fixed = _FIXED_N.get(v)
                     if (fixed is not None and n != fixed) or (fixed is None and n < 2):
                         continue
@@ -253,19 +267,18 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     arrays: dict[str, NDArray[Any]] = {}
     for s, n in cfg.pairs():
         support = np.count_nonzero(q > 0, axis=1)
-        ok = support >= n if s != "iid" else keep
+        ok = support >= _drafts_needed(s, n)[1] if s != "iid" else keep
         a = np.full(len(ds), np.nan)
         if ok.any():
-            scheme = cast(Scheme, s)  # __post_init__ checked every scheme
-            a[ok] = _core.dual_batch(p[ok], q[ok], n, scheme, "auto", False, check_threads(cfg.threads))[0]
+            a[ok] = _core.dual_batch(p[ok], q[ok], n, s, "auto", False, check_threads(cfg.threads))[0]
         arrays[f"alpha/{s}/{n}"] = a
     rng_seed = _unit_seed(cfg.seed, unit.key)
     for v, s, n in cfg.verifier_runs():
         name = cast(VerifierName, v)  # __post_init__ checked every verifier name
         kw: dict[str, Any] = {"threads": cfg.threads}
-        if v in ("optimal-lp", "optimal", "sweep"):
+        if v in ("optimal-lp", "optimal", "sweep") or mixed_parts(s) is not None:
             kw["scheme"] = s
-        if v in ("optimal", "sweep") and s == "wor":
+        if v in ("optimal", "sweep") and scheme_family(s) in ("wor", "top<m>+wor"):
             kw["work_budget"] = cfg.wor_work_budget
         est = np.full(len(ds), np.nan)
         se = np.zeros(len(ds))
@@ -697,16 +710,13 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
                 + ", ".join(mean_gain),
             )
         )
-    attaining = ("greedy", "spechub", "optimal")  # verifiers that reach the bound of their scheme
-    for v, s in (
-        ("rrs", "iid"),
-        ("kseq", "iid"),
-        ("rrs-wor", "wor"),
-        ("greedy", "greedy"),
-        ("spechub", "greedy"),
-        ("optimal", "iid"),
-        ("sweep", "wor"),
-    ):
+    attaining = ("greedy", "spechub", "optimal", "topk")  # verifiers that reach the bound of their scheme
+    checks = [("rrs", "iid"), ("kseq", "iid"), ("rrs-wor", "wor"), ("greedy", "greedy"), ("spechub", "greedy")]
+    checks += [("topk", "topk"), ("optimal", "iid"), ("sweep", "wor")]
+    for s in cfg.schemes:  # mixed schemes: every verifier the report ran under them
+        if mixed_parts(s) is not None:
+            checks += [(v, s) for v in cfg.verifiers if scheme_family(s) in _VERIFIER_SCHEMES.get(v, ())]
+    for v, s in checks:
         if v not in cfg.verifiers or s not in cfg.schemes:
             continue
         diffs, below, above, count, exact_all = [], 0, 0, 0, True
@@ -761,24 +771,25 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
                     f"({'exact' if exact_all else 'simulated: beyond 4 standard errors'}); " + "; ".join(diffs),
                 )
             )
-    if "greedy" in cfg.schemes:
+    for det in [s for s in cfg.schemes if s in ("greedy", "topk") or mixed_parts(s) is not None]:
         parts = []
         for other in ("iid", "wor"):
             if other not in cfg.schemes:
                 continue
             for n in cfg.ns:
-                if n < 2:
-                    continue
-                g, o = cat(f"alpha/greedy/{n}"), cat(f"alpha/{other}/{n}")
+                g, o = cat(f"alpha/{det}/{n}"), cat(f"alpha/{other}/{n}")
                 ok = np.isfinite(g) & np.isfinite(o)
-                if ok.any():
+                if n >= 2 and ok.any():
                     parts.append(
-                        f"vs {other} n={n}: greedy wins at {np.mean(g[ok] > o[ok] + tol):.0%} of positions "
+                        f"vs {other} n={n}: {det} wins at {np.mean(g[ok] > o[ok] + tol):.0%} of positions "
                         f"(mean α* {g[ok].mean():.4f} vs {o[ok].mean():.4f})"
                     )
-        out.append(
-            dict(claim="where greedy drafts beat or lose to iid / wor drafts", holds=None, evidence="; ".join(parts))
-        )
+        if parts:
+            out.append(
+                dict(
+                    claim=f"where {det} drafts beat or lose to iid / wor drafts", holds=None, evidence="; ".join(parts)
+                )
+            )
     return out
 
 

@@ -14,10 +14,18 @@ rrs-wor    n drafts without replacement                  MCSD; RSD (Jeon et al. 
 kseq       n i.i.d. drafts                               SpecTr K-SEQ, optimal rho (Sun et al. 2023)
 spechub    SpecHub's sparse pair law, n = 2              SpecHub (Sun et al. 2024)
 greedy     top n-1 of q plus one draw                    optimal for greedy drafts (Hu et al. 2025)
-optimal-lp "iid", "wor" or "greedy" (scheme=)            OT-optimal plan of ``solve_lp``
-optimal    "iid" or "wor" (scheme=)                      certificate split + level race / tight-set sweep
+topk       the top n of q, deterministic                 deterministic-set rule (SGLang, EAGLE-2/3 trees)
+optimal-lp any scheme but "spechub" (scheme=)            OT-optimal plan of ``solve_lp``
+optimal    "iid", "wor" or mixed (scheme=)               certificate split + level race / tight-set sweep
 sweep      n drafts without replacement                  "optimal"'s wor construction, never refused
 ========== ============================================= ==========================================
+
+Mixed schemes "top<m>+iid" and "top<m>+wor" (the top m tokens of q, deterministic, plus n - m
+drafts from q renormalised over the rest, i.i.d. or without replacement) are verified by rrs, kseq
+and optimal ("+iid"), rrs-wor, sweep and optimal ("+wor"), and optimal-lp: the verifier runs on the
+random drafts against the split pair (the top m tokens collapsed into one token that is never
+drafted), and an output of that token becomes a draw from p restricted to the top m, which is
+always a draft (docs/theory.md §5.2). "optimal" then reaches alpha* of the mixed scheme.
 
 Randomness follows SPEC 7: ``rng`` is anything ``numpy.random.default_rng`` accepts. It is turned
 into one 64-bit seed, and each block of 4,096 samples draws from its own counter-keyed stream, so a
@@ -29,13 +37,21 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Literal, NamedTuple, cast
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from . import _core
-from ._validate import Scheme, as_array, as_pair, check_bool, check_n, check_scheme, check_support, check_threads
+from ._validate import (
+    as_array,
+    as_pair,
+    check_bool,
+    check_n,
+    check_support,
+    check_threads,
+    scheme_family,
+)
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 from .limits import WOR_WORK_BUDGET
 
@@ -122,12 +138,18 @@ class Verifier:
         return verify(self.name, p, q, drafts, **kwargs)  # type: ignore[arg-type]
 
     def resolve_scheme(self, scheme: str | None) -> str:
+        """``scheme`` (or the default) once this verifier serves it; mixed schemes by their family."""
         if scheme is None:
             return self.scheme
-        if not isinstance(scheme, str) or scheme not in self.schemes:
+        if not isinstance(scheme, str) or scheme_family(scheme) not in self.schemes:
             allowed = ", ".join(map(repr, self.schemes))
             raise ValueError(f"scheme: verifier {self.name!r} verifies {allowed} drafts, got {scheme!r}")
         return scheme
+
+    def bound_scheme(self, scheme: str | None = None) -> str:
+        """The scheme of ``optimal_acceptance`` whose alpha* bounds this verifier under ``scheme``."""
+        sch = self.resolve_scheme(scheme)
+        return self.optimal_scheme if sch == self.scheme else sch
 
     def __repr__(self) -> str:
         return f"<verifier {self.name!r}: {self.scheme} drafts; {self.source}>"
@@ -236,10 +258,28 @@ class GreedyOptimal(Verifier):
     source = "Hu et al. 2025"
 
 
+class DeterministicSet(Verifier):
+    r"""``topk``: the deterministic-set rule for "topk" drafts (docs/theory.md §5.2).
+
+    Scheme "topk": the drafts are T = the n most probable tokens of q (ties: lower id), with no
+    randomness. The output is drawn from p itself (the tuple's tokens tested in order, each with
+    its share of the mass not yet ruled out, then p restricted to V \ T), and it is accepted when
+    it lands in T. Acceptance p(T) = alpha*_topk: no lossless verifier does better, since every
+    accepted output is in T. SGLang's tree sampler with threshold_single = threshold_acc = 1 is this
+    rule with one coin per node (EAGLE-2/3 and SGLang draft the top tokens of q).
+
+    Source: SGLang's tree speculative sampling (threshold_single = threshold_acc = 1); the
+    deterministic-draft bound of Hu et al. 2025.
+    """
+
+    name = "topk"
+    source = "deterministic-set rule (SGLang tree sampling, thresholds 1)"
+
+
 class OptimalLP(Verifier):
     """``optimal-lp``: the OT-optimal verifier read off the flow LP (docs/theory.md §2.3, §8.8).
 
-    Scheme: any of "iid" (default), "wor", "greedy" (``scheme=``). ``solve_lp`` gives the optimal
+    Scheme: any of "iid" (default), "wor", "greedy", "topk" or a mixed scheme (``scheme=``). ``solve_lp`` gives the optimal
     accepted flow x(A, y) of every draft set A; a tuple maps to A = S(tuple) ∩ supp p and outputs
     y in A with probability x(A, y)/Pr[S = A], otherwise Y ~ r = (p - a)/(1 - alpha*) with
     a(y) = sum_A x(A, y). Acceptance alpha* of the scheme. One LP solve per position, so small
@@ -250,9 +290,6 @@ class OptimalLP(Verifier):
 
     name = "optimal-lp"
     source = "OT plan of the flow LP (SpecTr's OTM; Hu et al. 2025)"
-
-    def resolve_scheme(self, scheme: str | None) -> str:
-        return check_scheme("iid" if scheme is None else scheme, self.schemes)
 
 
 class Optimal(Verifier):
@@ -285,9 +322,6 @@ class Optimal(Verifier):
 
     name = "optimal"
     source = "certificate split (Thomas & Pal) + level race (this package)"
-
-    def resolve_scheme(self, scheme: str | None) -> str:
-        return check_scheme("iid" if scheme is None else scheme, self.schemes)
 
 
 class TightSetSweep(Verifier):
@@ -330,6 +364,7 @@ def _make_registry() -> Mapping[str, Verifier]:
         KSeq(),
         SpecHub(),
         GreedyOptimal(),
+        DeterministicSet(),
         OptimalLP(),
         Optimal(),
         TightSetSweep(),
@@ -413,11 +448,10 @@ def _prepare_rows(
     check_support("q", q2, n, "greedy" if sch == "spechub" else sch)
     lp = None
     if v.name == "optimal-lp":
-        lp_scheme = cast(Scheme, sch)  # resolve_scheme checked it against ("iid", "wor", "greedy")
         lp = []
         for r in range(B):
             try:
-                res = solve_lp(p2[r], q2[r], n, lp_scheme, max_sets=DEFAULT_MAX_SETS)
+                res = solve_lp(p2[r], q2[r], n, sch, max_sets=DEFAULT_MAX_SETS)
             except TooLargeError as exc:
                 raise TooLargeError(f"optimal-lp needs the flow LP of every position: {exc}") from None
             lp.append((res.set_ptr, res.set_tokens, res.flows, res.set_weights))

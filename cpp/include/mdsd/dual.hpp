@@ -1,5 +1,6 @@
 // The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (docs/theory.md §3.2), solved by the
-// sorted-prefix scan for q-convex schemes (iid, wor; §4.2) and by the closed form for greedy (§5).
+// sorted-prefix scan for q-convex schemes (iid, wor; §4.2), by the closed form for greedy (§5), as
+// p(T) for topk drafts and through the split pair for mixed drafts (§5.2, scheme.hpp).
 // Every kernel reports the certificate H: the token set attaining the minimum.
 #pragma once
 
@@ -10,18 +11,10 @@
 #include <vector>
 
 #include "mdsd/order.hpp"
+#include "mdsd/scheme.hpp"
 #include "mdsd/wor.hpp"
 
 namespace mdsd {
-
-enum class Scheme { Iid = 0, Wor = 1, Greedy = 2 };
-
-inline Scheme parse_scheme(const std::string& s) {
-    if (s == "iid") return Scheme::Iid;
-    if (s == "wor") return Scheme::Wor;
-    if (s == "greedy") return Scheme::Greedy;
-    throw std::invalid_argument("scheme: unknown dual scheme '" + s + "'");
-}
 
 inline double ipow(double x, int n) {
     double r = 1.0;
@@ -39,28 +32,13 @@ struct DualWorkspace {
     std::vector<double> lam, rest, lb_sufmin;
     WorExact3 ex3;
     WorRace race;
+    TopSplit split;  // mixed schemes
 };
 
 struct DualResult {
     double alpha = 1.0;
     int64_t k_star = 0;  // iid / wor: the certificate is order[0, k_star)
 };
-
-// Support of q in T = top n-1 of q (ties: lower token id first), for the greedy scheme.
-inline void greedy_top(const double* q, int64_t V, int n, std::vector<int32_t>& top) {
-    top.clear();
-    if (n <= 1) return;
-    std::vector<int32_t> idx;
-    idx.reserve(V);
-    for (int64_t i = 0; i < V; ++i)
-        if (q[i] > 0.0) idx.push_back(static_cast<int32_t>(i));
-    if (static_cast<int64_t>(idx.size()) < n)
-        throw std::invalid_argument("n: greedy drafts need at least n tokens with q > 0");
-    auto better = [&](int32_t a, int32_t b) { return q[a] > q[b] || (q[a] == q[b] && a < b); };
-    std::nth_element(idx.begin(), idx.begin() + (n - 2), idx.end(), better);
-    top.assign(idx.begin(), idx.begin() + (n - 1));
-    std::sort(top.begin(), top.end());
-}
 
 // alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (docs/theory.md §5)
 inline double dual_greedy(const double* p, const double* q, int64_t V, int n, std::vector<int64_t>* cert) {
@@ -199,15 +177,43 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
 }
 
 // One row: alpha* and (optionally) the certificate H as sorted token ids.
-inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
+inline double dual_alpha(const double* p, const double* q, int64_t V, int n, DraftScheme ds, WorMethod wm,
                          DualWorkspace& ws, std::vector<int64_t>* cert) {
-    if (scheme == Scheme::Greedy) return dual_greedy(p, q, V, n, cert);
-    DualResult r = dual_prefix(p, q, V, n, scheme, wm, ws);
-    if (cert) {
-        cert->assign(ws.order.begin(), ws.order.begin() + r.k_star);
+    if (n < 1) throw std::invalid_argument("n: must be >= 1");
+    if (ds.kind == Scheme::Greedy) return dual_greedy(p, q, V, n, cert);
+    if (ds.kind == Scheme::Topk) {  // alpha* = p(T), H = T: every draft set is T
+        std::vector<int32_t> T;
+        top_tokens(q, V, n, T, "topk drafts");
+        double pT = 0.0;
+        for (int32_t t : T) pT += p[t];
+        if (cert) cert->assign(T.begin(), T.end());
+        return std::min(pT, 1.0);
+    }
+    if (!ds.mixed()) {
+        DualResult r = dual_prefix(p, q, V, n, ds.kind, wm, ws);
+        if (cert) {
+            cert->assign(ws.order.begin(), ws.order.begin() + r.k_star);
+            std::sort(cert->begin(), cert->end());
+        }
+        return r.alpha;
+    }
+    if (ds.top >= n)
+        throw std::invalid_argument("scheme: a mixed scheme top<m>+... needs m < n (m = n is 'topk'), got m = " +
+                                    std::to_string(ds.top) + ", n = " + std::to_string(n));
+    TopSplit& sp = ws.split;
+    sp.build(p, q, V, ds.top, n - ds.top, ds.kind);
+    DualResult r = dual_prefix(sp.p.data(), sp.q.data(), V, n - ds.top, ds.kind, wm, ws);
+    if (cert) {  // H = T u the split pair's certificate (which never holds t0: q(t0) = 0)
+        cert->assign(sp.T.begin(), sp.T.end());
+        cert->insert(cert->end(), ws.order.begin(), ws.order.begin() + r.k_star);
         std::sort(cert->begin(), cert->end());
     }
-    return r.alpha;
+    return std::min(1.0, sp.pT + r.alpha);
+}
+
+inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
+                         DualWorkspace& ws, std::vector<int64_t>* cert) {
+    return dual_alpha(p, q, V, n, DraftScheme{scheme, 0}, wm, ws, cert);
 }
 
 }  // namespace mdsd

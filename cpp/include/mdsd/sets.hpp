@@ -17,6 +17,7 @@
 
 #include "mdsd/limits.hpp"
 #include "mdsd/parallel.hpp"
+#include "mdsd/scheme.hpp"
 #include "mdsd/wor_law.hpp"
 
 namespace mdsd {
@@ -220,6 +221,36 @@ inline DraftSets sets_greedy(const double* p, const double* q, int64_t V, int n,
         toks.back() = static_cast<int32_t>(i);
         acc.add(toks.data(), n, q[i] / rest);
     }
+    return std::move(acc.out);
+}
+
+// Topk: the one set T = top n of q. Mixed: the split pair's sets (n - m drafts over V \ T, scheme.hpp)
+// with T added to each, weights unchanged; the split pair's pure-rejection sets become T.
+inline DraftSets sets_topk(const double* p, const double* q, int64_t V, int n) {
+    std::vector<int32_t> T;
+    top_tokens(q, V, n, T, "topk drafts");
+    SetAccumulator acc(p);
+    acc.add(T.data(), n, 1.0);
+    return std::move(acc.out);
+}
+
+inline DraftSets sets_mixed(const double* p, const double* q, int64_t V, int n, DraftScheme ds, double max_sets) {
+    if (ds.top >= n)
+        throw std::invalid_argument("scheme: a mixed scheme top<m>+... needs m < n, got m = " + std::to_string(ds.top) +
+                                    ", n = " + std::to_string(n));
+    TopSplit sp;
+    sp.build(p, q, V, ds.top, n - ds.top, ds.kind);
+    const int r = n - ds.top;
+    const DraftSets inner = ds.kind == Scheme::Wor ? sets_wor(sp.p.data(), sp.q.data(), V, r, max_sets)
+                                                   : sets_iid(sp.p.data(), sp.q.data(), V, r, max_sets);
+    SetAccumulator acc(p);
+    std::vector<int32_t> toks;
+    for (int64_t s = 0; s < inner.num_sets(); ++s) {
+        toks.assign(sp.T.begin(), sp.T.end());
+        toks.insert(toks.end(), inner.tok.begin() + inner.ptr[s], inner.tok.begin() + inner.ptr[s + 1]);
+        acc.add(toks.data(), static_cast<int>(toks.size()), inner.w[s]);
+    }
+    if (inner.rejected_mass > 0.0) acc.add(sp.T.data(), ds.top, inner.rejected_mass);
     return std::move(acc.out);
 }
 

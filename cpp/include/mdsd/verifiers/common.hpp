@@ -180,34 +180,61 @@ inline int32_t draw_excluding(const Alias& a, const double* q, int64_t V, const 
 
 // The draft sampler of a scheme (docs/theory.md §1), and the check that a user's tuple could come from it.
 struct Drafter {
-    enum Kind { Iid, Wor, Greedy, Hub };
+    enum Kind { Iid, Wor, Greedy, Hub, Topk, Mixed };
+    // A scheme: its kind and, for Mixed, the law of the random part (Iid or Wor) and the number m of
+    // deterministic top tokens (scheme.hpp).
+    struct Spec {
+        Kind kind = Iid;
+        Kind rest = Iid;
+        int m = 0;
+        Spec(Kind k = Iid) : kind(k) {}  // NOLINT: a Kind is a Spec
+        Spec(Kind k, Kind r, int top) : kind(k), rest(r), m(top) {}
+    };
     Kind kind = Iid;
+    Kind rest = Iid;  // Mixed: the law of drafts m .. n-1
+    int m = 0;        // Mixed: the number of deterministic drafts
     int n = 1;
     int64_t V = 0;
-    mutable Alias alias;  // built once by PlanBase::samplers()
-    std::vector<int32_t> top;  // greedy: the top n-1 of q (sorted ids); hub: {argmax q}
+    mutable Alias alias;       // built once by PlanBase::samplers()
+    std::vector<int32_t> top;  // greedy: the top n-1 of q; topk: top n; mixed: top m (sorted ids); hub: {argmax q}
 
-    static const char* scheme_name(Kind k) {
-        switch (k) {
+    static std::string scheme_name(const Spec& s) {
+        switch (s.kind) {
             case Iid: return "iid";
             case Wor: return "wor";
             case Greedy: return "greedy";
+            case Topk: return "topk";
+            case Mixed: return "top" + std::to_string(s.m) + (s.rest == Wor ? "+wor" : "+iid");
             default: return "spechub";
         }
     }
 
     // The checks and the deterministic tokens; the alias table is built by build_sampler().
-    void build(Kind k, const double* q, int64_t v, int nd) {
-        kind = k;
+    void build(const Spec& sp, const double* q, int64_t v, int nd) {
+        kind = sp.kind;
+        rest = sp.rest;
+        m = sp.m;
         n = nd;
         V = v;
+        const Kind k = kind;
         int64_t support = 0;
         for (int64_t i = 0; i < V; ++i) support += q[i] > 0.0;
-        if ((k == Wor || k == Greedy) && support < n)
-            throw std::invalid_argument("n: scheme '" + std::string(scheme_name(k)) + "' draws " + std::to_string(n) +
+        const bool distinct = k == Wor || k == Greedy || k == Topk || (k == Mixed && rest == Wor);
+        if (distinct && support < n)
+            throw std::invalid_argument("n: scheme '" + scheme_name(sp) + "' draws " + std::to_string(n) +
                                         " distinct tokens but q has only " + std::to_string(support) +
                                         " tokens with positive probability");
         if (k == Greedy) greedy_top(q, V, n, top);
+        if (k == Topk) top_tokens(q, V, n, top, "topk drafts");
+        if (k == Mixed) {
+            if (m < 1 || m >= n)
+                throw std::invalid_argument("scheme: a mixed scheme top<m>+... needs 1 <= m < n, got m = " +
+                                            std::to_string(m) + ", n = " + std::to_string(n));
+            if (support <= m)
+                throw std::invalid_argument("n: scheme '" + scheme_name(sp) + "' needs more than " + std::to_string(m) +
+                                            " tokens with q > 0");
+            top_tokens(q, V, m, top, "mixed drafts");
+        }
         if (k == Hub) {
             if (n != 2) throw std::invalid_argument("n: SpecHub drafts exactly 2 tokens, got n = " + std::to_string(n));
             if (support < 2) throw std::invalid_argument("n: SpecHub needs at least 2 tokens with q > 0");
@@ -226,6 +253,13 @@ struct Drafter {
             case Greedy:
                 for (int k = 0; k < n - 1; ++k) out[k] = top[k];
                 out[n - 1] = draw_excluding(alias, q, V, top.data(), n - 1, r);
+                return;
+            case Topk:
+                for (int k = 0; k < n; ++k) out[k] = top[k];
+                return;
+            case Mixed:
+                for (int k = 0; k < m; ++k) out[k] = top[k];
+                for (int k = m; k < n; ++k) out[k] = draw_excluding(alias, q, V, out, rest == Wor ? k : m, r);
                 return;
             case Hub: {
                 const int32_t a = top[0];
@@ -249,6 +283,11 @@ struct Drafter {
             for (int k = 0; k < n; ++k) s += (k ? ", " : "") + std::to_string(t[k]);
             return s + ")";
         };
+        auto show_top = [&]() {
+            std::string T = "{";
+            for (std::size_t j = 0; j < top.size(); ++j) T += (j ? ", " : "") + std::to_string(top[j]);
+            return T + "}";
+        };
         for (int k = 0; k < n; ++k) {
             if (t[k] < 0 || t[k] >= V)
                 throw std::invalid_argument("drafts: token id " + std::to_string(t[k]) + " outside [0, " +
@@ -257,22 +296,30 @@ struct Drafter {
                 throw std::invalid_argument("drafts: token " + std::to_string(t[k]) +
                                             " has q = 0, so it cannot have been drafted from q");
         }
-        if (kind == Wor)
+        if (kind == Wor || kind == Topk || (kind == Mixed && rest == Wor))
             for (int k = 1; k < n; ++k)
                 if (contains(t, k, t[k]))
-                    throw std::invalid_argument("drafts: token " + std::to_string(t[k]) + " appears twice in " +
-                                                show() + "; without-replacement drafts are distinct");
-        if (kind == Greedy) {
-            int outside = 0;
-            for (int k = 0; k < n; ++k) outside += !contains(top.data(), n - 1, t[k]);
-            bool all_top = true;
-            for (int32_t x : top) all_top = all_top && contains(t, n, x);
-            if (outside != 1 || !all_top) {
-                std::string T = "{";
-                for (std::size_t j = 0; j < top.size(); ++j) T += (j ? ", " : "") + std::to_string(top[j]);
-                throw std::invalid_argument("drafts: greedy drafts are the top n-1 tokens of q " + T +
-                                            "} plus one other token, got " + show());
+                    throw std::invalid_argument(
+                        "drafts: token " + std::to_string(t[k]) + " appears twice in " + show() + "; " +
+                        (kind == Wor ? "without-replacement" : scheme_name(Spec(kind, rest, m))) +
+                        " drafts are distinct");
+        if (kind == Greedy || kind == Topk || kind == Mixed) {
+            const int nt = static_cast<int>(top.size());
+            int outside = 0, in_top = 0;
+            for (int k = 0; k < n; ++k) {
+                const bool in = contains(top.data(), nt, t[k]);
+                outside += !in;
+                in_top += in && !contains(t, k, t[k]);  // each top token once
             }
+            if (outside != n - nt || in_top != nt)
+                throw std::invalid_argument(
+                    "drafts: " + scheme_name(Spec(kind, rest, m)) + " drafts are the top " +
+                    (kind == Greedy ? std::string("n-1")
+                     : kind == Topk ? std::string("n")
+                                    : std::to_string(m)) +
+                    " tokens of q " + show_top() +
+                    (nt == n ? std::string() : " plus " + std::to_string(n - nt) + " other token(s)") + ", got " +
+                    show());
         }
         if (kind == Hub) {
             const int32_t a = top[0];
@@ -415,7 +462,7 @@ struct PlanBase {
     int64_t V = 0;
     int n = 1;
     Drafter drafter;  // its alias table: after samplers()
-    void init(const double* pp, const double* qq, int64_t v, int nd, Drafter::Kind kind) {
+    void init(const double* pp, const double* qq, int64_t v, int nd, const Drafter::Spec& kind) {
         V = v;
         n = nd;
         p.assign(pp, pp + V);

@@ -43,7 +43,8 @@ struct OptimalLp {
         return h;
     }
 
-    static Plan prepare(const double* p, const double* q, int64_t V, int n, Drafter::Kind scheme, const LpFlow& f) {
+    static Plan prepare(const double* p, const double* q, int64_t V, int n, const Drafter::Spec& scheme,
+                        const LpFlow& f) {
         Plan pl;
         pl.init(p, q, V, n, scheme);
         const int64_t S = f.num_sets;

@@ -1,6 +1,5 @@
-// The verifier registry: the verifier table, and one prepared plan per batch row behind a small
-// virtual interface, so the binding can loop over rows and sample blocks without knowing which
-// verifier it runs. Names are a contract with the Python layer.
+// The verifier registry: the verifier table, and the preparation of one row (row.hpp) of any
+// verifier under any draft scheme it serves. Names are a contract with the Python layer.
 #pragma once
 
 #include <cstdint>
@@ -11,25 +10,30 @@
 #include <vector>
 
 #include "mdsd/rng.hpp"
+#include "mdsd/scheme.hpp"
 #include "mdsd/verifiers/common.hpp"
 #include "mdsd/verifiers/greedy.hpp"
 #include "mdsd/verifiers/kseq.hpp"
 #include "mdsd/verifiers/lp.hpp"
+#include "mdsd/verifiers/mixed.hpp"
 #include "mdsd/verifiers/optimal_iid.hpp"
 #include "mdsd/verifiers/optimal_wor/route.hpp"
+#include "mdsd/verifiers/row.hpp"
 #include "mdsd/verifiers/rrs.hpp"
 #include "mdsd/verifiers/sd.hpp"
+#include "mdsd/verifiers/topk.hpp"
 
 namespace mdsd::verif {
 
-enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, OptimalLp, Optimal, Sweep };
+enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, Topk, OptimalLp, Optimal, Sweep };
 
 // The verifier table: what each verifier is, read by the registry below and by the Python layer
 // (_core.verifier_table(): verifiers.py and the gap report build their facts from it).
 struct VerifierInfo {
     const char* name;
     Kind kind;
-    const char* schemes;  // draft schemes it verifies, comma separated; the first is the default
+    const char* schemes;  // draft schemes it verifies, comma separated; the first is the default;
+                          // "top<m>+iid" / "top<m>+wor": every mixed scheme of that family (mixed.hpp)
     const char* bound;    // the scheme whose alpha* bounds it (under its default scheme)
     int n_min;            // n range; n_max = 0: up to limits::kMaxDrafts
     int n_max;
@@ -38,14 +42,17 @@ struct VerifierInfo {
 };
 inline constexpr VerifierInfo kVerifiers[] = {
     {"sd", Kind::Sd, "iid", "iid", 1, 1, "iid,wor,greedy", "closed form: sum min(p, q)"},
-    {"rrs", Kind::Rrs, "iid", "iid", 1, 0, "iid", "closed form over the ratio table"},
-    {"rrs-wor", Kind::RrsWor, "wor", "wor", 1, 0, "wor", "recursion over draft prefixes (refused beyond the budget)"},
-    {"kseq", Kind::Kseq, "iid", "iid", 1, 0, "iid", "closed form at the optimal rho"},
+    {"rrs", Kind::Rrs, "iid,top<m>+iid", "iid", 1, 0, "iid", "closed form over the ratio table"},
+    {"rrs-wor", Kind::RrsWor, "wor,top<m>+wor", "wor", 1, 0, "wor",
+     "recursion over draft prefixes (refused beyond the budget)"},
+    {"kseq", Kind::Kseq, "iid,top<m>+iid", "iid", 1, 0, "iid", "closed form at the optimal rho"},
     {"spechub", Kind::SpecHub, "spechub", "greedy", 2, 2, "greedy", "closed form"},
     {"greedy", Kind::Greedy, "greedy", "greedy", 1, 0, "greedy", "closed form"},
-    {"optimal-lp", Kind::OptimalLp, "iid,wor,greedy", "iid", 1, 0, "iid,wor,greedy", "the LP plan's accepted mass"},
-    {"optimal", Kind::Optimal, "iid,wor", "iid", 1, 0, "iid", "the plan's accepted mass"},
-    {"sweep", Kind::Sweep, "wor", "wor", 1, 0, "wor", "the plan's accepted mass"},
+    {"topk", Kind::Topk, "topk", "topk", 1, 0, "topk", "closed form: p(T)"},
+    {"optimal-lp", Kind::OptimalLp, "iid,wor,greedy,topk,top<m>+iid,top<m>+wor", "iid", 1, 0, "iid,wor,greedy",
+     "the LP plan's accepted mass"},
+    {"optimal", Kind::Optimal, "iid,wor,top<m>+iid,top<m>+wor", "iid", 1, 0, "iid", "the plan's accepted mass"},
+    {"sweep", Kind::Sweep, "wor,top<m>+wor", "wor", 1, 0, "wor", "the plan's accepted mass"},
 };
 
 inline Kind parse_kind(const std::string& s) {
@@ -54,100 +61,48 @@ inline Kind parse_kind(const std::string& s) {
     throw std::invalid_argument("name: unknown verifier '" + s + "'");
 }
 
-inline Drafter::Kind parse_drafts(const std::string& s) {
-    if (s == "iid") return Drafter::Iid;
-    if (s == "wor") return Drafter::Wor;
-    if (s == "greedy") return Drafter::Greedy;
+inline Drafter::Spec parse_drafts(const std::string& s) {
     if (s == "spechub") return Drafter::Hub;
-    throw std::invalid_argument("scheme: unknown draft scheme '" + s + "'");
+    const DraftScheme ds = parse_draft_scheme(s);
+    const Drafter::Kind rest = ds.kind == Scheme::Wor ? Drafter::Wor : Drafter::Iid;
+    if (ds.mixed()) return {Drafter::Mixed, rest, ds.top};
+    switch (ds.kind) {
+        case Scheme::Iid: return Drafter::Iid;
+        case Scheme::Wor: return Drafter::Wor;
+        case Scheme::Greedy: return Drafter::Greedy;
+        default: return Drafter::Topk;
+    }
 }
 
-struct Scratch {
-    std::vector<int32_t> tuple;
-};
-
-class RowBase {
-  public:
-    virtual ~RowBase() = default;
-    virtual const PlanBase& base() const = 0;
-    virtual double exact(double budget) const = 0;
-    virtual double cost() const { return 0.0; }
-    virtual double rho() const { return 0.0; }
-    // The without-replacement route's account of the row (null for other verifiers) and alpha*.
-    virtual const wor::Report* route() const { return nullptr; }
-    virtual double alpha_star() const { return 0.0; }
-    // `count` steps: draft, verify, record (any output pointer may be null).
-    virtual int64_t run(Rng& rng, int64_t count, int64_t* tokens, uint8_t* accepted, int64_t* drafts, bool naive,
-                        Scratch& ws) const = 0;
-    virtual int32_t verify(const int32_t* tuple, Rng& rng) const = 0;
-    virtual void law(const int32_t* tuple, double* out, bool naive) const = 0;
-    void check(const int32_t* tuple) const { base().drafter.check(base().q.data(), tuple); }
-};
-
-template <class U>
-class Row final : public RowBase {
-  public:
-    explicit Row(typename U::Plan&& pl) : plan_(std::move(pl)) {}
-    const PlanBase& base() const override { return plan_; }
-    double exact(double budget) const override { return U::exact(plan_, budget); }
-    double cost() const override {
-        if constexpr (std::is_same_v<U, RrsWor>) return RrsWor::cost(plan_);
-        else return 0.0;
-    }
-    double rho() const override {
-        if constexpr (std::is_same_v<U, Kseq>) return plan_.rho;
-        else return 0.0;
-    }
-    const wor::Report* route() const override {
-        if constexpr (std::is_same_v<U, wor::OptimalWor>) return &plan_.route;
-        else return nullptr;
-    }
-    double alpha_star() const override {
-        if constexpr (std::is_same_v<U, wor::OptimalWor> || std::is_same_v<U, OptimalIid>) return plan_.alpha_star;
-        else return 0.0;
-    }
-
-    int64_t run(Rng& rng, int64_t count, int64_t* tokens, uint8_t* accepted, int64_t* drafts, bool naive,
-                Scratch& ws) const override {
-        const int n = plan_.n;
-        ws.tuple.resize(n);
-        int32_t* t = ws.tuple.data();
-        int64_t hits = 0;
-        const Categorical& target = plan_.samplers();
-        for (int64_t s = 0; s < count; ++s) {
-            plan_.drafter.draw(plan_.q.data(), rng, t);
-            SampleVisitor vis{rng, target, naive};
-            U::walk(plan_, t, vis);
-            const bool acc = contains(t, n, vis.out);
-            hits += acc;
-            if (tokens) tokens[s] = vis.out;
-            if (accepted) accepted[s] = acc;
-            if (drafts)
-                for (int k = 0; k < n; ++k) drafts[s * n + k] = t[k];
-        }
-        return hits;
-    }
-
-    int32_t verify(const int32_t* tuple, Rng& rng) const override {
-        SampleVisitor vis{rng, plan_.samplers(), false};
-        U::walk(plan_, tuple, vis);
-        return vis.out;
-    }
-
-    void law(const int32_t* tuple, double* out, bool naive) const override {
-        LawVisitor vis{out, plan_.samplers(), naive};
-        U::walk(plan_, tuple, vis);
-    }
-
-  private:
-    typename U::Plan plan_;
-};
-
-// Prepares one row. `scheme` is used by "optimal-lp", "optimal" and "sweep", `lp` by "optimal-lp"
-// only, `wor_opt` by the without-replacement route of "optimal" and "sweep".
 inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const double* q, int64_t V, int n,
-                                            Drafter::Kind scheme, const LpFlow* lp,
-                                            const wor::Options& wor_opt = wor::Options{}) {
+                                            const Drafter::Spec& scheme, const LpFlow* lp,
+                                            const wor::Options& wor_opt = wor::Options{});
+
+// A mixed scheme: the verifier runs on the split pair's n - m random drafts (mixed.hpp).
+inline std::unique_ptr<RowBase> prepare_mixed(Kind kind, const double* p, const double* q, int64_t V, int n,
+                                              const Drafter::Spec& scheme, const wor::Options& wor_opt) {
+    const bool iid = scheme.rest == Drafter::Iid;
+    const bool serves = iid ? (kind == Kind::Rrs || kind == Kind::Kseq || kind == Kind::Optimal)
+                            : (kind == Kind::RrsWor || kind == Kind::Sweep || kind == Kind::Optimal);
+    if (!serves)
+        throw std::invalid_argument(std::string("scheme: this verifier does not serve mixed ") +
+                                    (iid ? "top<m>+iid" : "top<m>+wor") + " drafts");
+    TopSplit split;
+    if (scheme.m < 1 || scheme.m >= n)
+        throw std::invalid_argument("scheme: a mixed scheme top<m>+... needs 1 <= m < n, got m = " +
+                                    std::to_string(scheme.m) + ", n = " + std::to_string(n));
+    split.build(p, q, V, scheme.m, n - scheme.m, iid ? Scheme::Iid : Scheme::Wor);
+    auto inner = prepare_row(kind, split.p.data(), split.q.data(), V, n - scheme.m, scheme.rest, nullptr, wor_opt);
+    return std::make_unique<MixedRow>(p, q, V, n, scheme, std::move(split), std::move(inner));
+}
+
+// Prepares one row. `scheme` is used by "optimal-lp", "optimal", "sweep" and the mixed schemes,
+// `lp` by "optimal-lp" only, `wor_opt` by the without-replacement route of "optimal" and "sweep".
+inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const double* q, int64_t V, int n,
+                                            const Drafter::Spec& scheme, const LpFlow* lp,
+                                            const wor::Options& wor_opt) {
+    if (scheme.kind == Drafter::Mixed && kind != Kind::OptimalLp)
+        return prepare_mixed(kind, p, q, V, n, scheme, wor_opt);
     switch (kind) {
         case Kind::Sd: return std::make_unique<Row<Sd>>(Sd::prepare(p, q, V, n));
         case Kind::Rrs: return std::make_unique<Row<Rrs>>(Rrs::prepare(p, q, V, n));
@@ -155,19 +110,21 @@ inline std::unique_ptr<RowBase> prepare_row(Kind kind, const double* p, const do
         case Kind::Kseq: return std::make_unique<Row<Kseq>>(Kseq::prepare(p, q, V, n));
         case Kind::SpecHub: return std::make_unique<Row<SpecHub>>(SpecHub::prepare(p, q, V, n));
         case Kind::Greedy: return std::make_unique<Row<Greedy>>(Greedy::prepare(p, q, V, n));
+        case Kind::Topk: return std::make_unique<Row<Topk>>(Topk::prepare(p, q, V, n));
         case Kind::OptimalLp:
             if (!lp) throw std::invalid_argument("lp: 'optimal-lp' needs the LP solution of every row");
-            if (scheme == Drafter::Hub)
-                throw std::invalid_argument("scheme: 'optimal-lp' serves 'iid', 'wor' and 'greedy'");
+            if (scheme.kind == Drafter::Hub)
+                throw std::invalid_argument(
+                    "scheme: 'optimal-lp' serves 'iid', 'wor', 'greedy', 'topk' and mixed drafts");
             return std::make_unique<Row<OptimalLp>>(OptimalLp::prepare(p, q, V, n, scheme, *lp));
         case Kind::Optimal:
-            if (scheme == Drafter::Iid) return std::make_unique<Row<OptimalIid>>(OptimalIid::prepare(p, q, V, n));
-            if (scheme == Drafter::Wor)
+            if (scheme.kind == Drafter::Iid) return std::make_unique<Row<OptimalIid>>(OptimalIid::prepare(p, q, V, n));
+            if (scheme.kind == Drafter::Wor)
                 return std::make_unique<Row<wor::OptimalWor>>(
                     wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Strict, wor_opt));
-            throw std::invalid_argument("scheme: 'optimal' serves 'iid' and 'wor'");
+            throw std::invalid_argument("scheme: 'optimal' serves 'iid', 'wor' and mixed drafts");
         case Kind::Sweep:  // the wor plan of "optimal", kept where it is not certified optimal
-            if (scheme != Drafter::Wor) throw std::invalid_argument("scheme: 'sweep' serves 'wor'");
+            if (scheme.kind != Drafter::Wor) throw std::invalid_argument("scheme: 'sweep' serves 'wor'");
             return std::make_unique<Row<wor::OptimalWor>>(
                 wor::OptimalWor::prepare(p, q, V, n, wor::Policy::Keep, wor_opt));
     }
