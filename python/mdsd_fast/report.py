@@ -737,7 +737,7 @@ def _findings(positions: dict[str, dict[str, NDArray[Any]]], cfg: ReportConfig) 
             # 4 decimals, or 2 significant digits once the gap is below them
             diffs.append(f"n={n}: mean gap {gap:.4f}" if abs(gap) >= 5e-4 else f"n={n}: mean gap {gap:.2g}")
             if v == "sweep":  # where it is certified it is "optimal": count the positions at the bound
-                diffs[-1] += f" (at α*_wor within 1e-9: {np.mean(np.abs(a[ok] - val[ok]) <= 1e-9):.0%})"
+                diffs[-1] += f" (at α*_{s} within 1e-9: {np.mean(np.abs(a[ok] - val[ok]) <= 1e-9):.0%})"
             # a simulated estimate of exactly 0 or 1 reports se = 0: floor it by the binomial SE at α*
             se_eff = se[ok]
             if not exact_all:

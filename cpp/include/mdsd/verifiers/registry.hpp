@@ -42,17 +42,18 @@ struct VerifierInfo {
 };
 inline constexpr VerifierInfo kVerifiers[] = {
     {"sd", Kind::Sd, "iid", "iid", 1, 1, "iid,wor,greedy", "closed form: sum min(p, q)"},
-    {"rrs", Kind::Rrs, "iid,top<m>+iid", "iid", 1, 0, "iid", "closed form over the ratio table"},
-    {"rrs-wor", Kind::RrsWor, "wor,top<m>+wor", "wor", 1, 0, "wor",
+    {"rrs", Kind::Rrs, "iid,top<m>+iid", "iid", 1, 0, "iid,top<m>+iid", "closed form over the ratio table"},
+    {"rrs-wor", Kind::RrsWor, "wor,top<m>+wor", "wor", 1, 0, "wor,top<m>+wor",
      "recursion over draft prefixes (refused beyond the budget)"},
-    {"kseq", Kind::Kseq, "iid,top<m>+iid", "iid", 1, 0, "iid", "closed form at the optimal rho"},
+    {"kseq", Kind::Kseq, "iid,top<m>+iid", "iid", 1, 0, "iid,top<m>+iid", "closed form at the optimal rho"},
     {"spechub", Kind::SpecHub, "spechub", "greedy", 2, 2, "greedy", "closed form"},
     {"greedy", Kind::Greedy, "greedy", "greedy", 1, 0, "greedy", "closed form"},
     {"topk", Kind::Topk, "topk", "topk", 1, 0, "topk", "closed form: p(T)"},
     {"optimal-lp", Kind::OptimalLp, "iid,wor,greedy,topk,top<m>+iid,top<m>+wor", "iid", 1, 0, "iid,wor,greedy",
      "the LP plan's accepted mass"},
-    {"optimal", Kind::Optimal, "iid,wor,top<m>+iid,top<m>+wor", "iid", 1, 0, "iid", "the plan's accepted mass"},
-    {"sweep", Kind::Sweep, "wor,top<m>+wor", "wor", 1, 0, "wor", "the plan's accepted mass"},
+    {"optimal", Kind::Optimal, "iid,wor,top<m>+iid,top<m>+wor", "iid", 1, 0, "iid,top<m>+iid",
+     "the plan's accepted mass"},
+    {"sweep", Kind::Sweep, "wor,top<m>+wor", "wor", 1, 0, "wor,top<m>+wor", "the plan's accepted mass"},
 };
 
 inline Kind parse_kind(const std::string& s) {
