@@ -372,3 +372,11 @@ def test_errors_name_the_argument(kwargs: dict[str, Any], exc: type[Exception], 
     kwargs = {"values": [0.0, 1.0, 2.0], **kwargs}
     with pytest.raises(exc, match=match):
         Logits(**kwargs)
+
+
+def test_the_docs_example_runs() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "constraints.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/constraints.md", "exec"), {})
