@@ -104,11 +104,24 @@ def _assert_rows(ours: np.ndarray, ref: np.ndarray, what: str) -> None:
 SETTINGS = list(itertools.product((1.0, 0.6, 1.7), (None, 1, 4, 30), (None, 0.35, 0.9), (None, 0.05, 0.4)))
 
 
+def _random_settings(
+    rng: np.random.Generator, count: int
+) -> list[tuple[float, int | None, float | None, float | None]]:
+    """Settings off the grid: any temperature, k, top_p in (0, 1], min_p in [0, 1]."""
+    out = []
+    for _ in range(count):
+        k = int(rng.integers(1, 70)) if rng.random() < 0.7 else None
+        top_p = float(1.0 - rng.random()) if rng.random() < 0.7 else None
+        min_p = float(rng.random() ** 3) if rng.random() < 0.7 else None
+        out.append((float(rng.uniform(0.2, 3.0)), k, top_p, min_p))
+    return out
+
+
 @pytest.mark.parametrize("engine, ref", [("vllm", _ref_vllm), ("sglang", _ref_sglang)])
 @pytest.mark.parametrize("ties, masked", [(False, False), (True, False), (True, True)])
 def test_engine_rules_match_the_references(engine: str, ref: Any, ties: bool, masked: bool) -> None:
     rng = np.random.default_rng(1 + ties + 2 * masked)
-    for T, k, top_p, min_p in SETTINGS:
+    for T, k, top_p, min_p in SETTINGS + _random_settings(rng, 60):
         z = _logits(rng, 4, 60, ties=ties, masked=masked)
         ours = constraints.probabilities(z, temperature=T, top_k=k, top_p=top_p, min_p=min_p, engine=engine)
         want = np.array([ref(r, T, k, top_p, min_p) for r in z])
@@ -131,10 +144,15 @@ def _hf(z: np.ndarray, T: float, k: int | None, top_p: float | None, min_p: floa
         procs.append(lp.TopPLogitsWarper(top_p=top_p, min_tokens_to_keep=keep))
     if min_p is not None:
         procs.append(lp.MinPLogitsWarper(min_p=min_p, min_tokens_to_keep=keep))
-    scores = torch.tensor(z, dtype=torch.float64)
-    for proc in procs:
-        scores = proc(None, scores)
-    out: np.ndarray = torch.softmax(scores, dim=-1).numpy()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors: a thread pool costs ~20 ms a call on a busy machine
+    try:
+        scores = torch.tensor(z, dtype=torch.float64)
+        for proc in procs:
+            scores = proc(None, scores)
+        out: np.ndarray = torch.softmax(scores, dim=-1).numpy()
+    finally:
+        torch.set_num_threads(threads)
     return out
 
 
@@ -165,7 +183,7 @@ def _assert_like_hf(ours: np.ndarray, hf: np.ndarray, z: np.ndarray, what: str) 
 def test_hf_engine_matches_transformers(ties: bool, masked: bool) -> None:
     rng = np.random.default_rng(10 + ties + 2 * masked)
     split = 0
-    for T, k, top_p, min_p in SETTINGS:
+    for T, k, top_p, min_p in SETTINGS + _random_settings(rng, 40):
         z = _logits(rng, 6, 80, ties=ties, masked=masked)
         want = _hf(z, T, k, top_p, min_p)
         what = f"T={T} k={k} top_p={top_p} min_p={min_p}"

@@ -270,6 +270,8 @@ def _constrained(z: NDArray[np.float64], s: Logits) -> NDArray[np.float64]:
     k = None if s.top_k is None else int(s.top_k)
     top_p = None if s.top_p is None or float(s.top_p) == 1.0 else float(s.top_p)
     min_p = None if s.min_p is None or float(s.min_p) == 0.0 else float(s.min_p)
+    if k is None and top_p is None and min_p is None:
+        return _softmax(z)  # every engine skips the filters then (SGLang's "simple sampling case")
     if s.engine == "sglang":
         return _sglang(z, k, top_p, min_p)
     keep = int(s.min_tokens_to_keep)
