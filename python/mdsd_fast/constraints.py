@@ -40,7 +40,9 @@ from __future__ import annotations
 import math
 import numbers
 import operator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -56,7 +58,7 @@ ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "hf")
 DEFAULT_ENGINE: Engine = "vllm"
 #: A temperature below this is greedy decoding (vLLM's and SGLang's _SAMPLING_EPS; for HF only
 #: temperature 0, i.e. ``do_sample=False``, is greedy).
-GREEDY_BELOW: dict[str, float] = {"vllm": 1e-5, "sglang": 1e-6, "hf": 0.0}
+GREEDY_BELOW: Mapping[str, float] = MappingProxyType({"vllm": 1e-5, "sglang": 1e-6, "hf": 0.0})
 
 
 def _real(name: str, value: Any) -> float:
@@ -184,7 +186,7 @@ class Logits:
     """Logits plus the sampling settings of an engine: the distribution that engine samples from.
 
     Pass it wherever the package takes ``p`` or ``q`` (``optimal_acceptance``, ``solve_lp``,
-    ``acceptance``, ``simulate``, ``verify``, ``route_report``, the report's arrays): it is
+    ``acceptance``, ``simulate``, ``verify``, ``route_report``): it is
     converted to :meth:`probabilities` on the way in. Settings are checked when it is built.
 
     Parameters
