@@ -21,13 +21,18 @@ limits
     the package's limits, one table shared with the C++ core.
 load_dataset(path=None)
     real next-token distributions (the shipped SmolLM2-135M dataset by default).
+Logits(values, temperature=1.0, top_k=None, top_p=None, min_p=None, d2t=None, ..., engine="vllm")
+    logits plus an engine's sampling settings (vLLM, SGLang or HF rules); accepted wherever p or
+    q is, as the distribution that engine samples from. constraints.pair(target, draft, **settings)
+    applies the same settings to both.
 """
 
 from __future__ import annotations
 
-from . import limits
+from . import constraints, limits
 from ._core import __version__ as _core_version
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
+from .constraints import Logits
 from .data import LMDataset, from_arrays, load_dataset
 from .verifiers import (
     EXACT_BUDGET,
@@ -64,4 +69,6 @@ __all__ = [
     "LMDataset",
     "load_dataset",
     "from_arrays",
+    "Logits",
+    "constraints",
 ]

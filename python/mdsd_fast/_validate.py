@@ -89,9 +89,18 @@ def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.floa
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
+def _sampled(x: Any) -> Any:
+    """A ``constraints.Logits`` becomes the distribution its engine samples from; anything else
+    passes through unchanged."""
+    from .constraints import Logits  # deferred: constraints imports this module
+
+    return x.probabilities() if isinstance(x, Logits) else x
+
+
 def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDArray[np.float64]:
-    """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D)."""
-    arr = _as_float_array(name, x, ndim)
+    """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D); ``x`` may be a
+    ``constraints.Logits`` (logits plus an engine's sampling settings)."""
+    arr = _as_float_array(name, _sampled(x), ndim)
     rows = arr.reshape(-1, arr.shape[-1])
     if rows.shape[0] == 0:
         return arr.copy()
