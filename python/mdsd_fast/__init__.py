@@ -21,14 +21,19 @@ limits
     the package's limits, one table shared with the C++ core.
 load_dataset(path=None)
     real next-token distributions (the shipped SmolLM2-135M dataset by default).
+engines
+    reference kernels in the engines' own tensor contracts, every uniform an argument:
+    rejection_sample (vLLM V1), tree_speculative_sampling (SGLang's token trees, with SGLang's rule
+    or any registry verifier at each node).
 """
 
 from __future__ import annotations
 
-from . import limits
+from . import engines, limits
 from ._core import __version__ as _core_version
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
 from .data import LMDataset, from_arrays, load_dataset
+from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,
@@ -64,4 +69,8 @@ __all__ = [
     "LMDataset",
     "load_dataset",
     "from_arrays",
+    "engines",
+    "rejection_sample",
+    "tree_speculative_sampling",
+    "TreeVerification",
 ]
