@@ -39,6 +39,9 @@ __all__ = ["rejection_sample", "tree_speculative_sampling", "TreeVerification", 
 #: verifiers that need no solver ("optimal-lp" needs an LP per node and is not served).
 TREE_VERIFIERS: tuple[str, ...] = ("sglang", *(name for name in verifiers if name != "optimal-lp"))
 
+#: Largest output rejection_sample allocates (entries of [B, max_spec_len + 1]).
+MAX_OUTPUT = 2**31
+
 
 class TreeVerification(NamedTuple):
     """Output of :func:`tree_speculative_sampling`, in SGLang's layout (int32)."""
@@ -161,10 +164,10 @@ def rejection_sample(
         rows are not here (vLLM samples the bonus token outside the rejection sampler).
     bonus_token_ids : int (B, 1) or (B,), the token appended when every draft is accepted.
     uniform_probs : (T,) in [0, 1), the accept tests: draft x is accepted iff q(x) > 0 and
-        p(x) / q(x) >= u. Needed unless every request is greedy.
+        p(x) / q(x) >= u. Needed when a non-greedy request has drafts.
     recovery_noise : (B, V) Exp(1) noise, finite and > 0, one row per request shared by its
         positions: the recovered token is argmax_v max(p - q, 0)(v) / noise[b, v] (vLLM's
-        exponential race). Needed unless every request is greedy.
+        exponential race). Needed when a non-greedy request has drafts.
     is_greedy : bool (B,) or None: temperature-0 requests (vLLM's ``temperature == 0``), verified
         by argmax of target_probs; None: none (``all_random``), all True: ``all_greedy``.
     max_spec_len : output width minus 1; default max(num_draft_tokens).
@@ -178,6 +181,8 @@ def rejection_sample(
     inputs = (draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, recovery_noise)
     as_torch = any(_is_torch(x) for x in inputs)
     counts = _numpy("num_draft_tokens", num_draft_tokens)
+    if counts.ndim == 1 and counts.size == 0:
+        counts = counts.astype(np.int64)  # an empty batch: np.asarray([]) is float64
     if counts.dtype == np.bool_ or counts.dtype.kind not in "iu" or counts.ndim != 1:
         raise TypeError(f"num_draft_tokens: expected a 1-D sequence of ints, got {counts.dtype} shape {counts.shape}")
     if counts.size and counts.min() < 0:
@@ -195,6 +200,8 @@ def rejection_sample(
             raise ValueError("cu_num_draft_tokens: not the inclusive prefix sums of num_draft_tokens")
     longest = int(counts.max()) if B else 0
     width = longest if max_spec_len is None else _count("max_spec_len", max_spec_len, longest)
+    if B * (width + 1) > MAX_OUTPUT:
+        raise ValueError(f"max_spec_len: an output of {B} x {width + 1} tokens is more than {MAX_OUTPUT}")
     drafts = _ids("draft_token_ids", draft_token_ids, (T,), f"({T},)", 0, V)
     bonus = _numpy("bonus_token_ids", bonus_token_ids)
     bonus = bonus.reshape(B) if bonus.shape == (B, 1) else bonus
@@ -207,13 +214,14 @@ def rejection_sample(
             raise TypeError(f"is_greedy: expected bools, got dtype {g.dtype}")
         _shape("is_greedy", g, (B,), f"({B},)")
         greedy = np.ascontiguousarray(g, dtype=np.uint8)
-    random_rows = B if greedy is None else int(B - greedy.sum())
+    # the uniforms are read only at the drafts of non-greedy requests
+    random_drafts = T if greedy is None else int(counts[greedy == 0].sum())
     u = noise = None
-    if uniform_probs is not None or random_rows:
+    if uniform_probs is not None or random_drafts:
         if uniform_probs is None:
             raise ValueError("uniform_probs: needed (shape (T,)) when some request is not greedy")
         u = _uniforms("uniform_probs", uniform_probs, (T,), f"({T},)")
-    if recovery_noise is not None or random_rows:
+    if recovery_noise is not None or random_drafts:
         if recovery_noise is None:
             raise ValueError("recovery_noise: needed (shape (B, V), Exp(1)) when some request is not greedy")
         noise = _floats("recovery_noise", recovery_noise, (B, V), f"({B}, {V})")
@@ -304,6 +312,8 @@ def tree_speculative_sampling(
     if draft_probs is not None:
         dp = _probs("draft_probs", draft_probs, (B, N, V), f"({B}, {N}, {V})", zero_rows=True)
     spec = 0 if num_speculative_tokens is None else _count("num_speculative_tokens", num_speculative_tokens, 1)
+    if spec > N:
+        raise ValueError(f"num_speculative_tokens: at most N = {N} (a path holds at most N - 1 nodes), got {spec}")
     th_single = _threshold("threshold_single", threshold_single)
     th_acc = _threshold("threshold_acc", threshold_acc)
     sch = ""

@@ -137,7 +137,7 @@ inline void sglang_request(const TreeBatch& t, int64_t b, double threshold_singl
 // A registry verifier applied at every node.
 struct RegistryRule {
     verif::Kind kind = verif::Kind::Sd;
-    int n_min = 1, n_max = limits::kMaxDrafts;  // children a node may have (the verifier's n range)
+    int n_min = 1, n_max = static_cast<int>(limits::kMaxDrafts);  // children a node may have (the verifier's n range)
     verif::Drafter::Kind scheme = verif::Drafter::Iid;
     verif::wor::Options wor_opt;
 };
@@ -149,11 +149,10 @@ struct TreeScratch {
 };
 
 // A copy of a distribution row divided by its mass (the verifiers' plans assume sum 1).
-inline void normalised(const double* x, int64_t V, std::vector<double>& out, const char* name, int64_t b, int64_t i) {
+inline void normalised(const double* x, int64_t V, std::vector<double>& out, const char* name) {
     double s = 0.0;
     for (int64_t v = 0; v < V; ++v) s += x[v];
-    if (!(s > 0.0))
-        throw std::invalid_argument(std::string(name) + ": " + where(b, i) + " has children but a row of zero mass");
+    if (!(s > 0.0)) throw std::invalid_argument(std::string(name) + ": the node's row has zero mass");
     out.resize(V);
     for (int64_t v = 0; v < V; ++v) out[v] = x[v] / s;
 }
@@ -175,8 +174,8 @@ inline void registry_request(const TreeBatch& t, int64_t b, const RegistryRule& 
         if (ws.kids.empty()) break;
         int32_t y = -1;
         try {
-            normalised(t.target_probs + (base + node) * V, V, ws.p, "target_probs", b, node);
-            normalised(t.draft_probs + (base + node) * V, V, ws.q, "draft_probs", b, node);
+            normalised(t.target_probs + (base + node) * V, V, ws.p, "target_probs");
+            normalised(t.draft_probs + (base + node) * V, V, ws.q, "draft_probs");
             const int n = static_cast<int>(ws.kids.size());
             if (n < rule.n_min || n > rule.n_max)
                 throw std::invalid_argument("n: the verifier handles " + std::to_string(rule.n_min) + " to " +
