@@ -252,3 +252,22 @@ def test_uniforms_only_where_read() -> None:
         tree_speculative_sampling(**{**_tree_ok(), "num_speculative_tokens": 4})
     with pytest.raises(ValueError, match="request 0, node 0 .*draft_probs: the node's row has zero mass"):
         tree_speculative_sampling(**{**_tree_ok(), "draft_probs": np.zeros((1, 3, 3))})
+
+
+def test_layouts_and_byte_orders_give_the_same_tokens() -> None:
+    rng = np.random.default_rng(61)
+    c = chain_case(rng, np.float64)
+    while c["draft_probs"] is None:
+        c = chain_case(rng, np.float64)
+    want = rejection_sample(**c)
+    T, V = c["target_probs"].shape
+    wide = np.zeros((T, 2 * V))
+    wide[:, ::2] = c["target_probs"]
+    other = {
+        **c,
+        "target_probs": wide[:, ::2],  # strided
+        "draft_probs": c["draft_probs"].astype(">f8"),  # big-endian
+        "draft_token_ids": c["draft_token_ids"].astype(">i4"),
+        "recovery_noise": np.asfortranarray(c["recovery_noise"]),
+    }
+    np.testing.assert_array_equal(rejection_sample(**other), want)

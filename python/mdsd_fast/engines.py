@@ -178,8 +178,8 @@ def rejection_sample(
     -------
     int32 (B, max_spec_len + 1): accepted drafts, then the recovered or bonus token, then -1.
     """
-    inputs = (draft_token_ids, draft_probs, target_probs, bonus_token_ids, uniform_probs, recovery_noise)
-    as_torch = any(_is_torch(x) for x in inputs)
+    inputs = (draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs)
+    as_torch = any(_is_torch(x) for x in (*inputs, recovery_noise, is_greedy, cu_num_draft_tokens))
     counts = _numpy("num_draft_tokens", num_draft_tokens)
     if counts.ndim == 1 and counts.size == 0:
         counts = counts.astype(np.int64)  # an empty batch: np.asarray([]) is float64
