@@ -10,6 +10,7 @@ void register_dual(py::module_& m);
 void register_lp(py::module_& m);
 void register_verifiers(py::module_& m);
 void register_testing(py::module_& m);
+void register_engines(py::module_& m);
 
 namespace {
 
@@ -41,6 +42,7 @@ PYBIND11_MODULE(_core, m) {
     register_lp(m);
     register_verifiers(m);
     register_testing(m);
+    register_engines(m);
     m.def(
         "limits",
         [] {

@@ -25,15 +25,20 @@ Logits(values, temperature=1.0, top_k=None, top_p=None, min_p=None, d2t=None, ..
     logits plus an engine's sampling settings (vLLM, SGLang or HF rules); accepted wherever p or
     q is, as the distribution that engine samples from. constraints.pair(target, draft, **settings)
     applies the same settings to both.
+engines
+    reference kernels in the engines' own tensor contracts, every uniform an argument:
+    rejection_sample (vLLM V1), tree_speculative_sampling (SGLang's token trees, with SGLang's rule
+    or any registry verifier at each node).
 """
 
 from __future__ import annotations
 
-from . import constraints, limits
+from . import constraints, engines, limits
 from ._core import __version__ as _core_version
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
 from .constraints import Logits
 from .data import LMDataset, from_arrays, load_dataset
+from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,
@@ -71,4 +76,8 @@ __all__ = [
     "from_arrays",
     "Logits",
     "constraints",
+    "engines",
+    "rejection_sample",
+    "tree_speculative_sampling",
+    "TreeVerification",
 ]

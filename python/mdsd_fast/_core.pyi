@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'limits', 'verifier_table']
+__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'engine_rejection_sample', 'engine_tree_sample', 'limits', 'verifier_table']
 class TooLargeError(ValueError):
     """
     The enumeration would exceed max_sets (a ValueError). The message gives the size needed.
@@ -124,6 +124,16 @@ def dual_batch(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: ty
     """
     alpha* of each row of (B, V) arrays by the sorted-prefix scan (iid, wor) or the greedy closed form.
     Inputs must already be validated and normalised. Returns (alpha[B], list of certificates or None).
+    """
+def engine_rejection_sample(draft_token_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], cu_num_draft_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], draft_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, target_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], bonus_token_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], is_greedy: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8] | None, uniform_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, recovery_noise: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, max_spec_len: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> numpy.typing.NDArray[numpy.int64]:
+    """
+    vLLM V1's rejection_sample on validated arrays: int64 (B, max_spec_len + 1), -1 placeholders.
+    """
+def engine_tree_sample(candidates: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_index: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_next_token: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_next_sibling: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], uniform_samples: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], uniform_samples_for_final_sampling: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], target_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], draft_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, num_speculative_tokens: typing.SupportsInt | typing.SupportsIndex, verifier: str, scheme: str, threshold_single: typing.SupportsFloat | typing.SupportsIndex, threshold_acc: typing.SupportsFloat | typing.SupportsIndex, work_budget: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+    """
+    SGLang's token-tree verification (verifier='sglang') or a registry verifier at every node, on
+    validated arrays: (predicts (B*N,), accept_index (B, num_speculative_tokens), accept_token_num (B,)),
+    int64 with -1 placeholders. num_speculative_tokens <= 0: the deepest tree's depth + 1.
     """
 def limits() -> dict:
     """
