@@ -29,12 +29,17 @@ engines
     reference kernels in the engines' own tensor contracts, every uniform an argument:
     rejection_sample (vLLM V1), tree_speculative_sampling (SGLang's token trees, with SGLang's rule
     or any registry verifier at each node).
+audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=None) -> AuditResult
+    a statistical audit of any verifier callable for losslessness (output law and acceptance
+    tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
+    registry verifier in the callable's contract.
 """
 
 from __future__ import annotations
 
 from . import constraints, engines, limits
 from ._core import __version__ as _core_version
+from .audit import AuditResult, audit
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
 from .constraints import Logits
 from .data import LMDataset, from_arrays, load_dataset
@@ -80,4 +85,6 @@ __all__ = [
     "rejection_sample",
     "tree_speculative_sampling",
     "TreeVerification",
+    "audit",
+    "AuditResult",
 ]
