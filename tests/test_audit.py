@@ -17,6 +17,7 @@ import mdsd_fast as mf
 from mdsd_fast.audit import AuditCase, AuditError, registry_verifier, suite
 from mdsd_fast.audit._special import binom_sf, chi2_sf, ncx2_sf
 from mdsd_fast.audit._stats import detectable_tv, holm, law_test
+from mdsd_fast.audit._suite import unsupported
 from mdsd_fast.cli import main
 
 SMALL = [c for c in suite() if c.V <= 8]
@@ -38,6 +39,14 @@ REGISTRY = [
     ("greedy", None, "greedy", 2, False),
     ("greedy", None, "greedy", 3, False),
     ("spechub", None, "spechub", 2, False),
+    ("topk", None, "topk", 2, False),
+    ("topk", None, "topk", 3, False),
+    ("rrs", "top1+iid", "top1+iid", 2, False),
+    ("kseq", "top1+iid", "top1+iid", 3, False),
+    ("optimal", "top1+iid", "top1+iid", 3, False),
+    ("rrs-wor", "top1+wor", "top1+wor", 3, False),
+    ("sweep", "top2+wor", "top2+wor", 3, False),
+    ("optimal-lp", "topk", "topk", 2, True),
     ("optimal-lp", "iid", "iid", 2, True),
     ("optimal-lp", "wor", "wor", 2, True),
     ("optimal-lp", "greedy", "greedy", 2, True),
@@ -46,7 +55,7 @@ REGISTRY = [
 
 @pytest.mark.parametrize(("name", "vscheme", "scheme", "n", "small"), REGISTRY)
 def test_registry_verifiers_pass(name: str, vscheme: str | None, scheme: str, n: int, small: bool) -> None:
-    cases = [c for c in SMALL if scheme == "iid" or np.count_nonzero(c.q) >= n] if small else None
+    cases = [c for c in SMALL if unsupported(scheme, c.q, n) is None] if small else None
     res = mf.audit(registry_verifier(name, scheme=vscheme), scheme, n, cases=cases, rng=0)
     assert res.lossless, str(res)
     assert all(c.verdict == "pass" and c.impossible == 0 for c in res.cases)
@@ -60,6 +69,7 @@ CONTROLS = [
     ("naive-residual", ac.naive_residual, "iid", {"peaked-q", "q-zero-p-pos", "llm-like-4096"}, {"equal", "one-hot-p"}),
     ("eagle-duplicate-skip", ac.eagle_duplicate_skip, "iid", {"llama-index-sub"}, {"equal", "flat", "llm-like-4096"}),
     ("llama-index-subtraction", ac.llama_index_subtraction, "iid", {"llama-index-sub", "zeros"}, {"eagle-dup-skip"}),
+    ("ratio-on-topk-drafts", ac.ratio_on_deterministic, "topk", {"ties", "flat", "llm-like-4096"}, set()),
     ("ratio-on-greedy-drafts", ac.ratio_on_deterministic, "greedy", {"ties", "flat", "llm-like-4096"}, set()),
     ("first-draft", ac.first_draft, "iid", {"eagle-dup-skip", "disjoint", "llm-like-4096"}, {"equal"}),
     ("rrs-top50-q", ac.truncated_q(50), "iid", {"llm-like-4096"}, {c.name for c in SMALL}),
@@ -78,6 +88,12 @@ def test_negative_controls_are_flagged(
     assert not res.lossless
     assert must_fail <= failed, (label, failed)
     assert not (must_pass & failed), (label, failed)
+
+
+def test_mixed_drafts_verified_as_iid_are_flagged() -> None:
+    """rrs told its drafts are i.i.d. while the top one of q is always drafted: not lossless."""
+    res = mf.audit(registry_verifier("rrs"), "top1+iid", 2, rng=0)
+    assert not res.lossless and {"eagle-dup-skip", "ties", "llm-like-4096"} <= {c.name for c in res.failed}
 
 
 def test_first_draft_is_caught_by_the_acceptance_bound() -> None:

@@ -242,7 +242,11 @@ def _add_audit_parser(sub: Any) -> None:
         "Exit code 0: lossless (no evidence of a bug), 1: not lossless, 2: usage error.",
     )
     ap.add_argument("verify", metavar="module:function", help="the verifier; a module importable from here or file.py")
-    ap.add_argument("--scheme", default="iid", choices=sorted(SCHEMES), help="how drafts are drawn (default iid)")
+    ap.add_argument(
+        "--scheme",
+        default="iid",
+        help=f"how drafts are drawn: {', '.join(SCHEMES)}, top<m>+iid or top<m>+wor (default iid)",
+    )
     ap.add_argument("--n", type=int, default=2, help="drafts per position (default 2)")
     ap.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help=f"per case (default {DEFAULT_SAMPLES})")
     ap.add_argument("--seed", type=int, default=0, help="root seed (default 0)")

@@ -76,8 +76,9 @@ class Audit:
             attribute ``verify_batch(p, q, drafts, rng) -> tokens`` (drafts of shape (B, n),
             tokens (B,)), that is called once per case instead (or pass ``batched=True`` when
             ``verify`` itself is the batched form).
-        scheme : how drafts are drawn: "iid", "wor", "greedy" or "spechub" (keys of
-            ``mdsd_fast.audit.SCHEMES``); ignored when ``draft`` is given.
+        scheme : how drafts are drawn: "iid", "wor", "greedy", "topk", "spechub" (keys of
+            ``mdsd_fast.audit.SCHEMES``) or a mixed "top<m>+iid" / "top<m>+wor"; ignored when
+            ``draft`` is given.
         n : drafts per position.
         draft : a custom drafter ``draft(q, n, rng) -> n token ids`` instead of a named scheme. Its
             law is unknown, so the acceptance is tested against the split-half certificate bound.

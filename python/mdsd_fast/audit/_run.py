@@ -16,7 +16,7 @@ from .._validate import as_distribution, check_bool, check_n
 from ..bound import solve_lp
 from ._result import AuditResult, CaseResult
 from ._stats import LawTest, acceptance_pvalue, holm, law_test, mean_pvalue
-from ._suite import SCHEMES, AuditCase, builtin_cases, real_cases
+from ._suite import AuditCase, builtin_cases, draft_scheme, real_cases, unsupported
 
 #: verify(p, q, drafts, rng) -> token, the contract for one position.
 Verify = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], np.random.Generator], Any]
@@ -105,7 +105,7 @@ def _draw(
 ) -> NDArray[np.int64]:
     if draft is None:
         seed = int(np.random.SeedSequence([root, index, 0]).generate_state(1, np.uint64)[0])
-        return np.ascontiguousarray(SCHEMES[scheme].draw(case.p, case.q, n, samples, seed), dtype=np.int64)
+        return np.ascontiguousarray(draft_scheme(scheme).draw(case.p, case.q, n, samples, seed), dtype=np.int64)
     g = np.random.default_rng([root, index, 0])
     q = _readonly(case.q.copy())
     raw = _call_each(draft, (q, n, g), ((),) * samples, "draft", case.name)
@@ -151,7 +151,7 @@ def _acceptance_named(case: AuditCase, scheme: str, n: int, accepted: NDArray[np
     S, k = accepted.size, int(accepted.sum())
     rate = k / S
     se = math.sqrt(rate * (1.0 - rate) / S)
-    a = SCHEMES[scheme].bound(case.p, case.q, n)
+    a = draft_scheme(scheme).bound(case.p, case.q, n)
     z = (rate - a) / se if se > 0 else (math.inf if rate > a + BOUND_TOL else 0.0)
     return _Acceptance(rate, se, a, a, z, acceptance_pvalue(k, S, a + BOUND_TOL))
 
@@ -179,11 +179,9 @@ def _check_options(scheme: Any, n: Any, samples: Any, alpha: Any, draft: Any, ve
         raise TypeError(f"verify: expected a callable verify(p, q, drafts, rng) -> int, got {type(verify).__name__}")
     if draft is not None and not callable(draft):
         raise TypeError(f"draft: expected a callable draft(q, n, rng) or None, got {type(draft).__name__}")
-    if draft is None and (not isinstance(scheme, str) or scheme not in SCHEMES):
-        raise ValueError(f"scheme: expected one of {', '.join(map(repr, SCHEMES))}, got {scheme!r}")
     n = check_n(n)
     if draft is None:
-        lo, hi = SCHEMES[scheme].n_range
+        lo, hi = draft_scheme(scheme).n_range
         if not lo <= n <= hi:
             raise ValueError(f"n: scheme {scheme!r} drafts {lo} <= n <= {hi} tokens, got n = {n}")
     if samples is None:
@@ -230,9 +228,9 @@ def run_audit(
     builtin = cases is None
     todo, skipped = [], []
     for c in _case_list(cases, real):
-        support = int(np.count_nonzero(c.q > 0))
-        if draft is None and SCHEMES[scheme].distinct and support < n:
-            why = f"{c.name}: scheme {scheme!r} draws {n} distinct tokens, q has {support} with q > 0"
+        short = unsupported(scheme, c.q, n) if draft is None else None
+        if short is not None:
+            why = f"{c.name}: {short}"
             if not builtin:
                 raise ValueError(f"cases: {why}")
             skipped.append(why)

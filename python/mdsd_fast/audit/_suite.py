@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validate import check_support, mixed_parts
 from ..bound import optimal_acceptance
 from ..verifiers import simulate
 
@@ -37,15 +38,16 @@ class DraftScheme:
     draw: Callable[[NDArray[np.float64], NDArray[np.float64], int, int, int], NDArray[np.int64]]
     #: (p, q, n) -> alpha* of the scheme's draft law
     bound: Callable[[NDArray[np.float64], NDArray[np.float64], int], float]
-    distinct: bool  #: the scheme drafts n distinct tokens (q needs n tokens with q > 0)
     n_range: tuple[int, int] = (1, 2**31)
 
 
-def _drafter(verifier: str) -> Callable[[NDArray[np.float64], NDArray[np.float64], int, int, int], NDArray[np.int64]]:
+def _drafter(
+    verifier: str, scheme: str | None = None
+) -> Callable[[NDArray[np.float64], NDArray[np.float64], int, int, int], NDArray[np.int64]]:
     """Draft tuples of ``verifier``'s scheme, drawn by the C++ core (the outputs are discarded)."""
 
     def draw(p: NDArray[np.float64], q: NDArray[np.float64], n: int, samples: int, seed: int) -> NDArray[np.int64]:
-        return simulate(verifier, p, q, n, samples, rng=seed, threads=1).drafts  # type: ignore[arg-type]
+        return simulate(verifier, p, q, n, samples, rng=seed, scheme=scheme, threads=1).drafts  # type: ignore[arg-type]
 
     return draw
 
@@ -57,14 +59,39 @@ def _alpha(scheme: Any) -> Callable[[NDArray[np.float64], NDArray[np.float64], i
     return bound
 
 
-#: Named draft schemes: adding one is one line (its drafter and its alpha*).
+#: Named draft schemes: adding one is one line (its drafter and its alpha*); mixed schemes
+#: "top<m>+iid" / "top<m>+wor" are parsed by ``draft_scheme``.
 SCHEMES: dict[str, DraftScheme] = {
-    "iid": DraftScheme(_drafter("rrs"), _alpha("iid"), distinct=False),
-    "wor": DraftScheme(_drafter("rrs-wor"), _alpha("wor"), distinct=True),
-    "greedy": DraftScheme(_drafter("greedy"), _alpha("greedy"), distinct=True),
+    "iid": DraftScheme(_drafter("rrs"), _alpha("iid")),
+    "wor": DraftScheme(_drafter("rrs-wor"), _alpha("wor")),
+    "greedy": DraftScheme(_drafter("greedy"), _alpha("greedy")),
+    "topk": DraftScheme(_drafter("topk"), _alpha("topk")),
     # SpecHub's ordered pair law; its set law is the greedy scheme's at n = 2.
-    "spechub": DraftScheme(_drafter("spechub"), _alpha("greedy"), distinct=True, n_range=(2, 2)),
+    "spechub": DraftScheme(_drafter("spechub"), _alpha("greedy"), n_range=(2, 2)),
 }
+
+
+def draft_scheme(name: Any) -> DraftScheme:
+    """A key of SCHEMES, or a mixed scheme "top<m>+iid" / "top<m>+wor" (the top m of q plus
+    n - m random drafts; drawn by rrs / rrs-wor, which verify them)."""
+    if isinstance(name, str) and name in SCHEMES:
+        return SCHEMES[name]
+    mp = mixed_parts(name) if isinstance(name, str) else None
+    if mp is None:
+        raise ValueError(
+            f"scheme: expected one of {', '.join(map(repr, SCHEMES))}, 'top<m>+iid' or 'top<m>+wor', got {name!r}"
+        )
+    verifier = "rrs" if mp[1] == "iid" else "rrs-wor"
+    return DraftScheme(_drafter(verifier, name), _alpha(name), n_range=(mp[0] + 1, 2**31))
+
+
+def unsupported(scheme: str, q: NDArray[np.float64], n: int) -> str | None:
+    """Why ``scheme`` cannot draw n drafts from q (too few tokens with q > 0), or None."""
+    try:
+        check_support("q", q[None, :], n, "greedy" if scheme == "spechub" else scheme)
+    except ValueError as exc:
+        return str(exc)
+    return None
 
 
 def _dist(values: Any) -> NDArray[np.float64]:
