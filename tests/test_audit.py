@@ -227,6 +227,8 @@ def test_user_errors_name_the_case() -> None:
         with pytest.raises(AuditError, match=text) as info:
             mf.audit(fn, cases=case, samples=200)
         assert "'mine'" in str(info.value)
+    with pytest.raises(AuditError, match="returned True"):
+        mf.audit(lambda p, q, d, g: True if d[0] else 0, cases=case, samples=200)
     with pytest.raises(AuditError, match=r"token ids are in \[0, 2\)"):
         mf.audit(lambda p, q, d, g: 2, cases=case, samples=200)
     with pytest.raises(AuditError, match="draft returned"):

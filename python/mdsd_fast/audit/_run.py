@@ -73,7 +73,9 @@ def _token_ids(
 ) -> NDArray[np.int64]:
     """The callable's return values as int64 ids in [0, V), or an AuditError naming the first bad one."""
     arr = np.asarray(values) if len(values) else np.zeros(shape, dtype=np.int64)
-    if arr.dtype.kind not in "iu" or arr.shape != shape:
+    # numpy turns a list mixing ints and bools into ints: a bool is refused explicitly
+    has_bool = isinstance(values, list) and any(isinstance(v, (bool, np.bool_)) for v in values)
+    if arr.dtype.kind not in "iu" or arr.shape != shape or has_bool:
         for k, v in enumerate(values):
             a = np.asarray(v)
             if a.dtype.kind not in "iu" or a.shape != shape[1:]:
