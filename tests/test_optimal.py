@@ -268,7 +268,7 @@ def test_prepare_once_verify_many() -> None:
 
 def test_registry_entry() -> None:
     v = mf.verifiers["optimal"]
-    assert v.schemes == ("iid", "wor") and v.optimal_scheme == "iid"
+    assert v.schemes == ("iid", "wor", "top<m>+iid", "top<m>+wor") and v.optimal_scheme == "iid"
     assert v.resolve_scheme(None) == "iid"
     assert v.resolve_scheme("wor") == "wor"
     with pytest.raises(ValueError, match="scheme"):
