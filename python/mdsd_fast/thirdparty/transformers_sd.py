@@ -147,10 +147,11 @@ class SpeculativeSampling:
 
     ``passed``: the q the candidate generator hands over, if it is not the law the drafts came
     from (a fixed array of the same size); None hands over q itself, as the contract requires.
-    ``compact``: call the function on the tokens where p or q (or the draft) is positive plus one
+    ``compact``: call the function on the tokens where p or q is positive (drafts must be among them) plus one
     token holding the rest of ``passed``'s mass. That changes neither the law of the output nor
     the acceptance (those tokens are never drafted, have p = 0 and no residual mass) and makes a
-    call ~100x cheaper at V = 49,152; the default False calls it on the full vocabulary.
+    call ~6x cheaper at V = 49,152 (0.3 vs 1.9 ms on one core); the default False calls it on the
+    full vocabulary.
 
     The tensors are the ones ``_assisted_decoding`` builds for a candidate of length 1:
     ``candidate_input_ids`` (1, 2) = [prefix token, draft], ``candidate_logits`` (1, 1, V) float32
