@@ -68,6 +68,45 @@ def frozen(x: np.ndarray) -> np.ndarray:
     return x
 
 
+def end_to_end(model: Any, assistant: Any, ids: list[int], args: argparse.Namespace) -> dict[str, Any]:
+    """The first token of whole ``generate(assistant_model=..., do_sample=True)`` calls at one
+    position against p, on the event the raw-q configuration inflates and on p's top token."""
+    import torch
+
+    from mdsd_fast import lm
+
+    T, n = args.temperatures[0], args.end_to_end
+    x = torch.tensor(ids)
+    zt, za = lm._forward_logits(model, x)[-1], lm._forward_logits(assistant, x)[-1]
+    p, cfg = laws(zt, za, T)
+    law = hs.output_law(p, *cfg["raw-q"])[0]
+    event, top = law > p, int(np.argmax(p))
+    ids_t = torch.tensor([ids])
+    toks = []
+    for s in range(n):
+        torch.manual_seed(1000 + s)
+        seq = model.generate(
+            ids_t,
+            attention_mask=torch.ones_like(ids_t),
+            assistant_model=assistant,
+            do_sample=True,
+            temperature=T,
+            max_new_tokens=2,
+        )
+        toks.append(int(seq[0, len(ids)]))
+    t = np.array(toks)
+    res: dict[str, Any] = {"T": T, "samples": n, "tv_raw_q_exact": hs.total_variation(law, p)}
+    for name, hit, mass in (("event", event[t], float(p[event].sum())), ("top", t == top, float(p[top]))):
+        f = float(hit.mean())
+        res[name] = {"freq": f, "p": mass, "diff": f - mass, "se": float(np.sqrt(max(f * (1 - f), 1e-12) / n))}
+    print(
+        f"whole generate(assistant_model=...) x {n} at one position (T = {T}): raw-q event "
+        f"{res['event']['diff']:+.4f} +- {res['event']['se']:.4f} (raw-q would give {res['tv_raw_q_exact']:.4f}); "
+        f"top token {res['top']['freq']:.4f} vs p {res['top']['p']:.4f} +- {res['top']['se']:.4f}"
+    )
+    return res
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--prompts", type=int, default=16, help="how many of the shipped prompts")
@@ -75,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--record", type=int, default=3, help="prompts with recorded real generate steps")
     ap.add_argument("--mc-positions", type=int, default=3, help="positions sampled through the real function")
     ap.add_argument("--mc-samples", type=int, default=2000)
+    ap.add_argument("--end-to-end", type=int, default=0, help="whole generate() calls sampled at one position")
     ap.add_argument("--json", help="write every number here")
     args = ap.parse_args(argv)
 
@@ -165,13 +205,16 @@ def main(argv: list[str] | None = None) -> int:
                     }
                 )
     out["recorded"] = rec
-    m = {k: max(r[k] for r in rec) for k in ("l1_q_warped_twice", "l1_p_warped")}
-    print(
-        f"\nreal generate(assistant_model=...) steps ({len(rec)}): handed-over q has {sorted({r['support'] for r in rec})} "
-        f"tokens, the draft inside it: {all(r['draft_in_support'] for r in rec)}; L1 to the warpers applied twice <= {m['l1_q_warped_twice']:.1e}, once "
-        f"{min(r['l1_q_warped_once'] for r in rec if r['T'] != 1.0) if any(r['T'] != 1.0 for r in rec) else float('nan'):.3f}"
-        f"-{max(r['l1_q_warped_once'] for r in rec):.3f}; p: L1 to the target's warped law <= {m['l1_p_warped']:.1e}"
-    )
+    if rec:
+        m = {k: max(r[k] for r in rec) for k in ("l1_q_warped_twice", "l1_p_warped")}
+        once = [r["l1_q_warped_once"] for r in rec if r["T"] != 1.0] or [float("nan")]
+        print(
+            f"\nreal generate(assistant_model=...) steps ({len(rec)}): handed-over q has "
+            f"{sorted({r['support'] for r in rec})} tokens, the draft inside it: "
+            f"{all(r['draft_in_support'] for r in rec)}; L1 to the warpers applied twice <= "
+            f"{m['l1_q_warped_twice']:.1e}, once (T != 1) {min(once):.3f}-{max(once):.3f}; "
+            f"p: L1 to the target's warped law <= {m['l1_p_warped']:.1e}"
+        )
 
     # (2) the real function on the full vocabulary against the exact laws
     mc = []
@@ -195,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
             f"real _speculative_sampling, {dname} T = {T}: raw-q TV exact {t:.4f}, sampled {est:.4f} +- {se:.4f}; q drafted handed over: {est0:+.4f} +- {se0:.4f}"
         )
     out["monte_carlo"] = mc
+    if args.end_to_end:
+        out["end_to_end"] = end_to_end(model, assistants["skip2"], lm._prompt_ids(tok, prompts[0], True), args)
     out["seconds"] = time.time() - t0
     print(f"\n{out['seconds']:.0f} s")
     if args.json:

@@ -3,9 +3,10 @@
 Statistics: at each position the output event A = {y : law(y) > p(y)} is fixed from the exact law
 of the configuration under test before sampling, so ``freq(A) - p(A)`` estimates the TV of the
 output from p without bias, with standard error <= 0.5 / sqrt(N). The detection threshold is
-4 * 0.5 / sqrt(N): a lossless step's |estimate| exceeds it with probability < 7e-5, and a TV of 0.12 (the
-smallest of the positions used) exceeds it with probability > 1 - 1e-7 at N = 1,500. The negative
-control runs the same statistic on the same event with the q the drafts came from.
+4 * 0.5 / sqrt(N) (0.052 at N = 1,500): a lossless step's |estimate| exceeds it with probability
+< 7e-5, and a TV of 0.12 (the test requires more at each position it uses) stays below it with
+probability < 1e-7. The negative control runs the same statistic on the same event with the q
+the drafts came from.
 """
 
 from __future__ import annotations
