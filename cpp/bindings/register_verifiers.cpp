@@ -26,8 +26,29 @@ namespace {
 namespace v = mdsd::verif;
 
 // Samples are drawn in blocks of this many steps; block b of row r uses the stream
-// (seed, r * 2^32 + b), so results do not depend on the number of threads.
+// (seed, id(r) * 2^32 + b), so results do not depend on the number of threads; id(r) is the
+// caller's stable row id (row_ids) or r, so a row keyed by its id gives the same samples in any
+// batch, chunk or order.
 constexpr int64_t kBlock = 4096;
+
+// The stream keys of `count` rows: row_ids (non-negative, < 2^31) or 0 .. count-1.
+std::vector<uint64_t> row_keys(const py::object& row_ids, int64_t count) {
+    std::vector<uint64_t> keys(static_cast<std::size_t>(count));
+    if (row_ids.is_none()) {
+        for (int64_t r = 0; r < count; ++r) keys[r] = static_cast<uint64_t>(r);
+        return keys;
+    }
+    const I64 ids = py::cast<I64>(row_ids);
+    if (ids.ndim() != 1 || ids.shape(0) != count)
+        throw std::invalid_argument("row_ids: expected " + std::to_string(count) + " ids, one per row");
+    for (int64_t r = 0; r < count; ++r) {
+        const int64_t id = ids.data()[r];
+        if (id < 0 || id >= (int64_t{1} << 31))
+            throw std::invalid_argument("row_ids: ids must be in [0, 2^31), got " + std::to_string(id));
+        keys[r] = static_cast<uint64_t>(id);
+    }
+    return keys;
+}
 
 struct Workspace {
     v::Scratch scratch;
@@ -150,8 +171,10 @@ class VerifierBatch {
         return out;
     }
 
-    py::tuple simulate(int64_t samples, uint64_t seed, int threads, bool naive_residual) const {
+    py::tuple simulate(int64_t samples, uint64_t seed, int threads, bool naive_residual,
+                       const py::object& row_ids) const {
         check_samples(samples);
+        const std::vector<uint64_t> keys = row_keys(row_ids, B_);
         py::array_t<int64_t> tokens({B_, samples});
         py::array_t<bool> accepted({B_, samples});
         py::array_t<int64_t> drafts({B_, samples, static_cast<int64_t>(n_)});
@@ -164,7 +187,7 @@ class VerifierBatch {
             mdsd::parallel_rows<Workspace>(B_ * nb, threads, [&](int64_t item, Workspace& ws) {
                 const int64_t r = item / nb, b = item % nb;
                 const int64_t s0 = b * kBlock, cnt = std::min(kBlock, samples - s0);
-                mdsd::Rng rng(seed, (static_cast<uint64_t>(r) << 32) + static_cast<uint64_t>(b));
+                mdsd::Rng rng(seed, (keys[r] << 32) + static_cast<uint64_t>(b));
                 const int64_t off = r * samples + s0;
                 rows_[r]->run(rng, cnt, t + off, a + off, d + off * n_, naive_residual, ws.scratch);
             });
@@ -173,8 +196,9 @@ class VerifierBatch {
     }
 
     // Acceptance estimated from `samples` steps per row: (rate[B], standard error[B]).
-    py::tuple estimate(int64_t samples, uint64_t seed, int threads) const {
+    py::tuple estimate(int64_t samples, uint64_t seed, int threads, const py::object& row_ids) const {
         check_samples(samples);
+        const std::vector<uint64_t> keys = row_keys(row_ids, B_);
         if (samples < 1) throw std::invalid_argument("samples: need at least one sample to estimate");
         const int64_t nb = (samples + kBlock - 1) / kBlock;
         std::vector<int64_t> hits(B_ * nb, 0);
@@ -183,7 +207,7 @@ class VerifierBatch {
             mdsd::parallel_rows<Workspace>(B_ * nb, threads, [&](int64_t item, Workspace& ws) {
                 const int64_t r = item / nb, b = item % nb;
                 const int64_t s0 = b * kBlock, cnt = std::min(kBlock, samples - s0);
-                mdsd::Rng rng(seed, (static_cast<uint64_t>(r) << 32) + static_cast<uint64_t>(b));
+                mdsd::Rng rng(seed, (keys[r] << 32) + static_cast<uint64_t>(b));
                 hits[item] = rows_[r]->run(rng, cnt, nullptr, nullptr, nullptr, false, ws.scratch);
             });
         }
@@ -199,8 +223,8 @@ class VerifierBatch {
     }
 
     // Verify given tuples (drafts of shape (m, n)): tuple i uses row i, or row 0 for every tuple
-    // when the batch has one row. Tuple i draws from the stream (seed, i). Returns (token[m], accepted[m]).
-    py::tuple verify(const I64& drafts, uint64_t seed, int threads) const {
+    // when the batch has one row. Tuple i draws from the stream (seed, id(i)). Returns (token[m], accepted[m]).
+    py::tuple verify(const I64& drafts, uint64_t seed, int threads, const py::object& row_ids) const {
         if (drafts.ndim() != 2 || drafts.shape(1) != n_ || (drafts.shape(0) != B_ && B_ != 1))
             throw std::invalid_argument("drafts: expected shape (B, n) = (" + std::to_string(B_) + ", " +
                                         std::to_string(n_) + ")");
@@ -214,6 +238,7 @@ class VerifierBatch {
             tup[i] = static_cast<int32_t>(x);
         }
         for (int64_t i = 0; i < m; ++i) check_row(i, m, tup.data() + i * n_);
+        const std::vector<uint64_t> keys = row_keys(row_ids, m);
         py::array_t<int64_t> tokens(m);
         py::array_t<bool> accepted(m);
         int64_t* t = tokens.mutable_data();
@@ -221,7 +246,7 @@ class VerifierBatch {
         {
             py::gil_scoped_release nogil;
             mdsd::parallel_rows<Workspace>(m, threads, [&](int64_t i, Workspace&) {
-                mdsd::Rng rng(seed, static_cast<uint64_t>(i));
+                mdsd::Rng rng(seed, keys[i]);
                 const int32_t* ti = tup.data() + i * n_;
                 const int32_t y = rows_[B_ == 1 ? 0 : i]->verify(ti, rng);
                 t[i] = y;
@@ -320,12 +345,14 @@ void register_verifiers(py::module_& m) {
         .def("cost", &VerifierBatch::cost, "Estimated work of the exact route per row (rrs-wor; 0 otherwise).")
         .def("rho", &VerifierBatch::rho, "K-SEQ's rho* per row (0 for other verifiers).")
         .def("simulate", &VerifierBatch::simulate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
-             py::arg("naive_residual") = false,
+             py::arg("naive_residual") = false, py::arg("row_ids") = py::none(),
              "Draft and verify `samples` times per row: (tokens[B, s], accepted[B, s], drafts[B, s, n]).\n"
              "naive_residual=True resamples from p on rejection (a deliberately biased variant, for tests).")
         .def("estimate", &VerifierBatch::estimate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
-             "Acceptance estimated by simulation: (rate[B], standard error[B]).")
+             py::arg("row_ids") = py::none(),
+             "Acceptance estimated by simulation: (rate[B], standard error[B]). row_ids: stable stream keys.")
         .def("verify", &VerifierBatch::verify, py::arg("drafts"), py::arg("seed"), py::arg("threads") = 0,
+             py::arg("row_ids") = py::none(),
              "Verify given draft tuples, shape (m, n) with m = B (or any m when B = 1): (token[m], accepted[m]).")
         .def("law", &VerifierBatch::law, py::arg("tuples"), py::arg("row") = 0, py::arg("naive_residual") = false,
              "Exact conditional output law Pr[y | tuple] for each tuple of shape (m, n): array (m, V).\n"

@@ -82,7 +82,7 @@ class VerifierBatch:
         """
         Estimated work of the exact route per row (rrs-wor; 0 otherwise).
         """
-    def estimate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+    def estimate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, row_ids: typing.Any = None) -> tuple:
         """
         Acceptance estimated by simulation: (rate[B], standard error[B]).
         """
@@ -99,12 +99,12 @@ class VerifierBatch:
         """
         K-SEQ's rho* per row (0 for other verifiers).
         """
-    def simulate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> tuple:
+    def simulate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False, row_ids: typing.Any = None) -> tuple:
         """
         Draft and verify `samples` times per row: (tokens[B, s], accepted[B, s], drafts[B, s, n]).
         naive_residual=True resamples from p on rejection (a deliberately biased variant, for tests).
         """
-    def verify(self, drafts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+    def verify(self, drafts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, row_ids: typing.Any = None) -> tuple:
         """
         Verify given draft tuples, shape (m, n) with m = B (or any m when B = 1): (token[m], accepted[m]).
         """

@@ -408,6 +408,20 @@ def _samples(samples: Any, *, minimum: int) -> int:
     return count
 
 
+def _row_ids(row_ids: Any, count: int) -> NDArray[np.int64] | None:
+    """Stable per-row stream keys: ``count`` distinct-or-not integers in [0, 2^31), or None."""
+    if row_ids is None:
+        return None
+    ids = as_array("row_ids", row_ids)
+    if ids.dtype == np.bool_ or ids.dtype.kind not in "iu":
+        raise TypeError(f"row_ids: expected integer ids, got dtype {ids.dtype}")
+    if ids.shape != (count,):
+        raise ValueError(f"row_ids: expected shape ({count},) (one id per row), got {ids.shape}")
+    if count and (ids.min() < 0 or ids.max() >= 2**31):
+        raise ValueError("row_ids: ids must be in [0, 2^31)")
+    return np.ascontiguousarray(ids, dtype=np.int64)
+
+
 def _work_budget(work_budget: Any) -> float:
     if work_budget is None:
         return WOR_WORK_BUDGET
@@ -471,6 +485,7 @@ def _acceptance_rows(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Any:
     """:func:`acceptance` on validated (B, V) arrays (``as_pair``'s output), for callers that
     evaluate many verifiers on the same rows (the gap report): arrays of shape (B,)."""
@@ -478,7 +493,8 @@ def _acceptance_rows(
     batch = _prepare_rows(v, v.resolve_scheme(scheme), check_n(n), p2, q2, threads, work_budget)
     if exact:
         return batch.exact(EXACT_BUDGET, _threads(threads))
-    return batch.estimate(_samples(samples, minimum=1), _seed(rng), _threads(threads))
+    ids = _row_ids(row_ids, batch.B)
+    return batch.estimate(_samples(samples, minimum=1), _seed(rng), _threads(threads), ids)
 
 
 def acceptance(
@@ -493,6 +509,7 @@ def acceptance(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Any:
     """Acceptance rate of a verifier: Pr[its output is one of the drafts].
 
@@ -515,6 +532,9 @@ def acceptance(
         ``WOR_WORK_BUDGET``; bench/README.md says what it is in seconds). When it runs out the
         best plan so far is kept ("sweep") or the row refused if it is not certified ("optimal").
         Results depend on it, never on the machine or the thread count.
+    row_ids : for ``exact=False``: a stable integer id per row (B,), in [0, 2^31). Row r's random
+        stream is keyed by (rng's seed, row_ids[r]) instead of its position r in the batch, so the
+        same row gives the same estimate in any batch, chunk or order.
 
     Returns
     -------
@@ -535,7 +555,7 @@ def acceptance(
     if exact:
         out = batch.exact(EXACT_BUDGET, _threads(threads))
         return out if batched else float(out[0])
-    rate, se = batch.estimate(samples, _seed(rng), _threads(threads))
+    rate, se = batch.estimate(samples, _seed(rng), _threads(threads), _row_ids(row_ids, batch.B))
     return (rate, se) if batched else (float(rate[0]), float(se[0]))
 
 
@@ -550,11 +570,12 @@ def simulate(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Simulation:
     """Draw drafts with the verifier's scheme and verify them, ``samples`` times per position.
 
     Drafting and verification both run in C++ (GIL released, blocks of samples split over
-    threads). Same arguments as :func:`acceptance` (``work_budget`` included).
+    threads). Same arguments as :func:`acceptance` (``work_budget`` and ``row_ids`` included).
 
     Returns
     -------
@@ -570,7 +591,8 @@ def simulate(
             f"above SIMULATE_BUDGET_BYTES = {SIMULATE_BUDGET_BYTES / 2**30:g} GiB; simulate in chunks, or use "
             "acceptance(..., exact=False), which keeps no per-sample output"
         )
-    tokens, accepted, drafts = batch.simulate(samples, _seed(rng), _threads(threads))
+    ids = _row_ids(row_ids, batch.B)
+    tokens, accepted, drafts = batch.simulate(samples, _seed(rng), _threads(threads), False, ids)
     if not batched:
         tokens, accepted, drafts = tokens[0], accepted[0], drafts[0]
     return Simulation(tokens, accepted, drafts)
@@ -596,6 +618,7 @@ def verify(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Any:
     """Verify draft tuples drawn by the caller: the output token and whether it is a draft.
 
@@ -607,6 +630,8 @@ def verify(
         [0, V), q > 0, distinct for "wor", containing the top n-1 of q for "greedy", the hub for
         "spechub"); otherwise ValueError.
     rng, scheme, threads, work_budget : as in :func:`acceptance`.
+    row_ids : a stable integer id per tuple (B,): tuple i's random stream is keyed by row_ids[i]
+        instead of its position i, so results do not depend on batching or order.
 
     Returns
     -------
@@ -622,7 +647,7 @@ def verify(
     d2 = d if d.ndim == 2 else d[None, :]
     if batched and d2.shape[0] != batch.B:
         raise ValueError(f"drafts: expected {batch.B} tuples (one per row of p, q), got {d2.shape[0]}")
-    tokens, accepted = batch.verify(d2, _seed(rng), _threads(threads))
+    tokens, accepted = batch.verify(d2, _seed(rng), _threads(threads), _row_ids(row_ids, d2.shape[0]))
     if d.ndim == 1 and not batched:
         return int(tokens[0]), bool(accepted[0])
     return tokens, accepted
