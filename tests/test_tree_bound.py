@@ -142,3 +142,17 @@ def test_kseq_bound_reduces_to_known_values():
         assert kseq_bound(oracle, 1, 3) == pytest.approx(chain_values(oracle, 3).sd, abs=1e-10)
         p, q = oracle(())
         assert kseq_bound(oracle, 3, 1) == pytest.approx(optimal_acceptance(p, q, 3, "iid"), abs=1e-10)
+
+
+def test_bad_arguments_are_named():
+    oracle = toy_oracle(3, 0)
+    with pytest.raises(ValueError, match="method"):
+        tree_bound(oracle, [(2, "iid")], method="simplex")
+    with pytest.raises(ValueError, match="shape"):
+        tree_bound(oracle, [2, "iid"])
+    with pytest.raises(ValueError, match=r"shape\[0\] n"):
+        tree_bound(oracle, [(0, "iid")])
+    with pytest.raises(ValueError, match="length"):
+        kseq_bound(oracle, 2, -1)
+    with pytest.raises(ValueError, match="oracle p"):
+        tree_bound(lambda _: ([np.nan, 1.0], [0.5, 0.5]), [(1, "iid")])

@@ -28,9 +28,10 @@ import highspy
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .._validate import as_distribution, check_n
 from ..bound import SolverError, _highs, optimal_acceptance, solve_lp
 from ._raw import check_tree
-from .block import Oracle
+from .block import MAX_PREFIXES, Oracle
 
 __all__ = [
     "NodePlan",
@@ -134,10 +135,24 @@ class TreeBound:
     plans: dict[tuple[int, ...], NodePlan]
 
 
-def _rows(oracle: Oracle, prefix: tuple[int, ...]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _rows(oracle: Oracle, prefix: tuple[int, ...], count: list[int]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    count[0] += 1
+    if count[0] > MAX_PREFIXES:
+        raise ValueError(f"the tree law has more than MAX_PREFIXES = {MAX_PREFIXES} prefixes; use a smaller tree")
     pr, qr = oracle(prefix)
-    p, q = np.asarray(pr, dtype=np.float64), np.asarray(qr, dtype=np.float64)
-    return p / p.sum(), q / q.sum()
+    return as_distribution("oracle p", pr, ndim=(1,)), as_distribution("oracle q", qr, ndim=(1,))
+
+
+def _check_shape(shape: Any) -> list[tuple[int, str]]:
+    if not isinstance(shape, (list, tuple)) or not all(isinstance(e, (list, tuple)) and len(e) == 2 for e in shape):
+        raise ValueError(f"shape must be a sequence of (n, scheme) pairs, one per depth, got {shape!r}")
+    return [(check_n(n, name=f"shape[{d}] n"), str(sch)) for d, (n, sch) in enumerate(shape)]
+
+
+def _check_count(name: str, x: Any, low: int) -> int:
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)) or x < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {x!r}")
+    return int(x)
 
 
 def tree_bound(oracle: Oracle, shape: Sequence[tuple[int, str]], *, method: str = "greedy") -> TreeBound:
@@ -147,14 +162,16 @@ def tree_bound(oracle: Oracle, shape: Sequence[tuple[int, str]], *, method: str 
     returns the plans). Enumerates every prefix: V^depth nodes."""
     if method not in ("greedy", "lp"):
         raise ValueError(f"method must be 'greedy' or 'lp', got {method!r}")
+    shape = _check_shape(shape)
     plans: dict[tuple[int, ...], NodePlan] = {}
+    count = [0]
 
     def value(prefix: tuple[int, ...]) -> float:
         d = len(prefix)
         if d == len(shape):
             return 0.0
         n, scheme = shape[d]
-        p, q = _rows(oracle, prefix)
+        p, q = _rows(oracle, prefix, count)
         u = np.array([1.0 + value(prefix + (y,)) if p[y] > 0.0 else 0.0 for y in range(p.size)])
         if method == "greedy":
             return node_greedy(p, q, n, scheme, u)[0]
@@ -170,12 +187,14 @@ def tree_bound(oracle: Oracle, shape: Sequence[tuple[int, str]], *, method: str 
 def per_node_ot_value(oracle: Oracle, shape: Sequence[tuple[int, str]]) -> float:
     """Expected accepted length of the per-node alpha*-optimal verifier that plays solve_lp's OT plan
     at every node (a lossless per-node verifier; the tree bound is never below it)."""
+    shape = _check_shape(shape)
+    count = [0]
 
     def value(prefix: tuple[int, ...]) -> float:
         if len(prefix) == len(shape):
             return 0.0
         n, scheme = shape[len(prefix)]
-        p, q = _rows(oracle, prefix)
+        p, q = _rows(oracle, prefix, count)
         a = solve_lp(p, q, n, scheme).accepted
         return float(sum(a[y] * (1.0 + value(prefix + (y,))) for y in map(int, np.flatnonzero(a > 0.0))))
 
@@ -186,14 +205,16 @@ def kseq_bound(oracle: Oracle, k: int, length: int) -> float:
     """Tree bound of K i.i.d. draft sequences merged into a trie (SpecTr): a child drawn m times
     carries m continuing sequences, so the weight 1 + B(child, m) depends on the multiplicity and
     the greedy does not apply; the LP runs over the multiset law (multinomial)."""
+    k, length = _check_count("k", k, 1), _check_count("length", length, 0)
     memo: dict[tuple[tuple[int, ...], int], float] = {}
+    count = [0]
 
     def value(prefix: tuple[int, ...], m: int) -> float:
         if len(prefix) == length:
             return 0.0
         if (prefix, m) in memo:
             return memo[(prefix, m)]
-        p, q = _rows(oracle, prefix)
+        p, q = _rows(oracle, prefix, count)
         sets, probs, weights = [], [], []
         for combo in itertools.combinations_with_replacement(range(p.size), m):
             counts = np.bincount(combo, minlength=p.size)
