@@ -85,7 +85,7 @@ def _weights_and_tests(
         h[g] = w[g]
     for i in range(1, g):
         _, r, s = residual(w[i], p[i], q[i])
-        h[i] = r / s if s > 0.0 else 1.0
+        h[i] = min(1.0, r / s) if s > 0.0 else 1.0  # r <= s exactly; the clamp guards rounding
     return w, h
 
 

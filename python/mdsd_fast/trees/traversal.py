@@ -47,7 +47,8 @@ def traversal_plan(tree: RawTree, i: int, w: float) -> tuple[list[tuple[int, flo
         if s <= 0.0:  # this entry never fails: what follows is never reached
             w, b = 0.0, np.zeros_like(b)
         else:
-            w, b = r / s, (big / r if r > 0.0 else np.zeros_like(b))
+            # r <= s exactly; the clamp only guards rounding where s is itself ~1e-17.
+            w, b = min(1.0, r / s), (big / r if r > 0.0 else np.zeros_like(b))
     return steps, w, b
 
 
