@@ -19,6 +19,8 @@ route_report(name, p, q, n, *, work_budget=None)
     what the without-replacement route of "optimal" / "sweep" did with each row (work, order, gap).
 limits
     the package's limits, one table shared with the C++ core.
+TopK(ids, values, vocab_size, logprobs=False), scipy.sparse rows
+    sparse and top-k inputs, accepted wherever p or q is (run on each row's union support).
 load_dataset(path=None)
     real next-token distributions (the shipped SmolLM2-135M dataset by default).
 Logits(values, temperature=1.0, top_k=None, top_p=None, min_p=None, d2t=None, ..., engine="vllm")
@@ -37,13 +39,14 @@ audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=No
 
 from __future__ import annotations
 
-from . import constraints, engines, limits
+from . import constraints, engines, limits, sparse
 from ._core import __version__ as _core_version
 from .audit import AuditResult, audit
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
 from .constraints import Logits
 from .data import LMDataset, from_arrays, load_dataset
 from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
+from .sparse import TopK
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,
@@ -81,6 +84,8 @@ __all__ = [
     "from_arrays",
     "Logits",
     "constraints",
+    "sparse",
+    "TopK",
     "engines",
     "rejection_sample",
     "tree_speculative_sampling",

@@ -89,18 +89,35 @@ def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.floa
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def _sampled(x: Any) -> Any:
-    """A ``constraints.Logits`` becomes the distribution its engine samples from; anything else
-    passes through unchanged."""
-    from .constraints import Logits  # deferred: constraints imports this module
+def row_sums(values: NDArray[np.float64], starts: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Sum of each row's positive entries, ``values[starts[r] : starts[r] + counts[r]]`` in ascending id
+    order: the one row sum that dense and sparse inputs share, so both normalise bit for bit alike."""
+    sums = np.zeros(counts.shape[0])
+    ok = counts > 0
+    if ok.any():
+        sums[ok] = np.add.reduceat(values, starts[ok])
+    return sums
 
-    return x.probabilities() if isinstance(x, Logits) else x
+
+def _sampled(name: str, x: Any) -> Any:
+    """A ``constraints.Logits`` becomes the distribution its engine samples from, a sparse or top-k
+    input (``mdsd_fast.sparse``) a dense array; anything else passes through unchanged."""
+    from .constraints import Logits  # deferred: constraints and sparse import this module
+    from .sparse import is_sparse, to_dense
+
+    if isinstance(x, Logits):
+        return x.probabilities()
+    return to_dense(name, x) if is_sparse(x) else x
 
 
 def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDArray[np.float64]:
     """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D); ``x`` may be a
-    ``constraints.Logits`` (logits plus an engine's sampling settings)."""
-    arr = _as_float_array(name, _sampled(x), ndim)
+    ``constraints.Logits`` (logits plus an engine's sampling settings) or a sparse / top-k input
+    (densified here; the main entry points run those on their union support instead)."""
+    x2 = _sampled(name, x)
+    if ndim == (1,) and x2 is not x and getattr(x2, "ndim", 0) == 2 and x2.shape[0] == 1:
+        x2 = x2[0]  # a sparse (1, V) row where one row is expected
+    arr = _as_float_array(name, x2, ndim)
     rows = arr.reshape(-1, arr.shape[-1])
     if rows.shape[0] == 0:
         return arr.copy()
@@ -112,7 +129,13 @@ def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDA
     if not nonneg.all():
         r = int(np.argmin(nonneg))
         raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
-    sums = rows.sum(axis=1)
+    sums = np.empty(rows.shape[0])
+    step = max(1, (1 << 22) // rows.shape[1])  # blocks of ~4M entries bound the temporary copy
+    for a in range(0, rows.shape[0], step):
+        blk = rows[a : a + step]
+        positive = blk > 0
+        counts = positive.sum(axis=1)
+        sums[a : a + step] = row_sums(blk[positive], np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
     bad = np.abs(sums - 1.0) > SUM_TOL
     if bad.any():
         r = int(np.argmax(bad))

@@ -45,7 +45,6 @@ from numpy.typing import ArrayLike, NDArray
 from . import _core
 from ._validate import (
     as_array,
-    as_pair,
     check_bool,
     check_n,
     check_support,
@@ -54,6 +53,7 @@ from ._validate import (
 )
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 from .limits import WOR_WORK_BUDGET
+from .sparse import pair_rows, sparse_vocab
 
 __all__ = [
     "Verifier",
@@ -443,6 +443,21 @@ def _prepare(
     work_budget: Any = None,
 ) -> tuple[Any, bool]:
     """Validate, broadcast (B, V), and prepare the C++ verifier for every row."""
+    batch, batched, _ = _prepare_ids(name, p, q, n, scheme, threads, work_budget)
+    return batch, batched
+
+
+def _prepare_ids(
+    name: Any,
+    p: ArrayLike,
+    q: ArrayLike,
+    n: Any,
+    scheme: str | None,
+    threads: Any,
+    work_budget: Any = None,
+) -> tuple[Any, bool, NDArray[np.int64] | None]:
+    """As :func:`_prepare`, plus the vocabulary id of each column for sparse input (mdsd_fast.sparse:
+    the rows run on their union support), None for dense input."""
     v = _lookup(name)
     sch = v.resolve_scheme(scheme)
     n = check_n(n)
@@ -450,8 +465,8 @@ def _prepare(
         raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
     if not v.n_min <= n <= v.n_max:
         raise ValueError(f"n: verifier {v.name!r} handles {v.n_min} <= n <= {v.n_max} drafts, got n = {n}")
-    p2, q2, batched = as_pair(p, q)
-    return _prepare_rows(v, sch, n, p2, q2, threads, work_budget), batched
+    p2, q2, batched, ids = pair_rows(p, q)
+    return _prepare_rows(v, sch, n, p2, q2, threads, work_budget), batched, ids
 
 
 def _prepare_rows(
@@ -583,7 +598,7 @@ def simulate(
     each with a leading batch axis B for (B, V) input.
     """
     samples = _samples(samples, minimum=0)
-    batch, batched = _prepare(name, p, q, n, scheme, threads, work_budget)
+    batch, batched, col_ids = _prepare_ids(name, p, q, n, scheme, threads, work_budget)
     need = batch.B * samples * (17 + 8 * batch.n)
     if need > SIMULATE_BUDGET_BYTES:
         raise TooLargeError(
@@ -593,6 +608,10 @@ def simulate(
         )
     ids = _row_ids(row_ids, batch.B)
     tokens, accepted, drafts = batch.simulate(samples, _seed(rng), _threads(threads), False, ids)
+    if col_ids is not None:  # sparse input: columns back to vocabulary ids
+        rows = np.arange(batch.B)
+        tokens = col_ids[rows[:, None], tokens]
+        drafts = col_ids[rows[:, None, None], drafts]
     if not batched:
         tokens, accepted, drafts = tokens[0], accepted[0], drafts[0]
     return Simulation(tokens, accepted, drafts)
@@ -606,6 +625,20 @@ def _drafts(drafts: ArrayLike) -> NDArray[Any]:
     if d.ndim not in (1, 2) or d.shape[-1] == 0:
         raise ValueError(f"drafts: expected shape (n,) or (B, n) with n >= 1, got {d.shape}")
     return d
+
+
+def _to_columns(d2: NDArray[np.int64], col_ids: NDArray[np.int64], rows: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Draft ids as columns of each row's union support; a draft outside it has q = 0."""
+    out = np.empty_like(d2)
+    for k in range(d2.shape[1]):
+        ids_r = col_ids[rows]
+        pos = np.argmax(ids_r == d2[:, k : k + 1], axis=1)
+        found = ids_r[np.arange(d2.shape[0]), pos] == d2[:, k]
+        if not found.all():
+            bad = int(d2[np.argmin(found), k])
+            raise ValueError(f"drafts: token {bad} has q = 0, so it cannot have been drafted from q")
+        out[:, k] = pos
+    return out
 
 
 def verify(
@@ -638,8 +671,8 @@ def verify(
     (token, accepted): (int, bool) for one tuple, arrays of shape (B,) otherwise.
     """
     d = _drafts(drafts)
-    batch, batched = _prepare(name, p, q, d.shape[-1], scheme, threads, work_budget)
-    V = batch.V
+    batch, batched, col_ids = _prepare_ids(name, p, q, d.shape[-1], scheme, threads, work_budget)
+    V = batch.V if col_ids is None else sparse_vocab(p, q)
     if d.size and (d.min() < 0 or d.max() >= V):
         bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
         raise ValueError(f"drafts: token id {bad} outside [0, {V})")
@@ -647,7 +680,12 @@ def verify(
     d2 = d if d.ndim == 2 else d[None, :]
     if batched and d2.shape[0] != batch.B:
         raise ValueError(f"drafts: expected {batch.B} tuples (one per row of p, q), got {d2.shape[0]}")
+    rows = np.arange(d2.shape[0]) if batch.B != 1 else np.zeros(d2.shape[0], dtype=np.int64)
+    if col_ids is not None:  # sparse input: vocabulary ids to the columns of each row's support
+        d2 = _to_columns(d2, col_ids, rows)
     tokens, accepted = batch.verify(d2, _seed(rng), _threads(threads), _row_ids(row_ids, d2.shape[0]))
+    if col_ids is not None:
+        tokens = col_ids[rows, tokens]
     if d.ndim == 1 and not batched:
         return int(tokens[0]), bool(accepted[0])
     return tokens, accepted
