@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from . import limits
+from . import _core, limits
 
 SUM_TOL = 1e-4
 #: Largest vocabulary: token ids are int32 in the C++ core.
@@ -89,16 +89,6 @@ def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.floa
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def row_sums(values: NDArray[np.float64], starts: NDArray[np.int64], counts: NDArray[np.int64]) -> NDArray[np.float64]:
-    """Sum of each row's positive entries, ``values[starts[r] : starts[r] + counts[r]]`` in ascending id
-    order: the one row sum that dense and sparse inputs share, so both normalise bit for bit alike."""
-    sums = np.zeros(counts.shape[0])
-    ok = counts > 0
-    if ok.any():
-        sums[ok] = np.add.reduceat(values, starts[ok])
-    return sums
-
-
 def _sampled(name: str, x: Any) -> Any:
     """A ``constraints.Logits`` becomes the distribution its engine samples from, a sparse or top-k
     input (``mdsd_fast.sparse``) a dense array; anything else passes through unchanged."""
@@ -121,31 +111,20 @@ def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDA
     rows = arr.reshape(-1, arr.shape[-1])
     if rows.shape[0] == 0:
         return arr.copy()
-    finite = np.isfinite(rows).all(axis=1)
-    if not finite.all():
-        r = int(np.argmin(finite))
+    # One C++ pass per row: finite, non-negative, the sum of the positive entries in ascending id
+    # order (the sum sparse rows share, mdsd_fast.sparse), then the division.
+    out, status, r, value = _core.normalize_rows(rows, SUM_TOL, 0)
+    if status == 1:
         raise ValueError(f"{name}: row {r} contains NaN or inf")
-    nonneg = (rows >= 0).all(axis=1)
-    if not nonneg.all():
-        r = int(np.argmin(nonneg))
+    if status == 2:
         raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
-    sums = np.empty(rows.shape[0])
-    step = max(1, (1 << 22) // rows.shape[1])  # blocks of ~4M entries bound the temporary copy
-    for a in range(0, rows.shape[0], step):
-        blk = rows[a : a + step]
-        positive = blk > 0
-        counts = positive.sum(axis=1)
-        sums[a : a + step] = row_sums(blk[positive], np.concatenate(([0], np.cumsum(counts)[:-1])), counts)
-    bad = np.abs(sums - 1.0) > SUM_TOL
-    if bad.any():
-        r = int(np.argmax(bad))
-        if sums[r] <= 0:
+    if status == 3:
+        if value <= 0:
             raise ValueError(f"{name}: row {r} sums to 0; a distribution needs positive mass")
         raise ValueError(
-            f"{name}: row {r} sums to {sums[r]:.9g}, not within {SUM_TOL:g} of 1 "
+            f"{name}: row {r} sums to {value:.9g}, not within {SUM_TOL:g} of 1 "
             "(rows within the tolerance are renormalised; normalise the input yourself otherwise)"
         )
-    out = rows / sums[:, None]
     return np.ascontiguousarray(out.reshape(arr.shape))
 
 

@@ -12,7 +12,7 @@ The kernels then run on each row's union support (the tokens where p or q is pos
 tokens and drafts are mapped back to vocabulary ids. The relabelling keeps every scheme's tie rule
 (ties go to the lower id) and tokens with p = q = 0 take part in nothing, so results equal the dense
 ones, bit for bit: rows are normalised by the same sum either way (the sum of the positive entries in
-ascending id order, ``_validate.row_sums``).
+ascending id order, one after the other: ``_core.normalize_rows`` and ``_core.csr_row_sums``).
 
 A row must hold the whole distribution (its sum within 1e-4 of 1). For truncated top-k logs, whose
 rows sum to the logged mass, alpha* is an interval: see ``acceptance_bounds``.
@@ -26,7 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ._validate import MAX_V, SUM_TOL, row_sums
+from . import _core
+from ._validate import MAX_V, SUM_TOL
 
 __all__ = ["TopK", "is_sparse", "SparseRows", "sparse_rows", "union_pair", "pair_rows", "sparse_vocab", "to_dense"]
 
@@ -132,7 +133,7 @@ def _csr_parts(name: str, x: Any) -> tuple[NDArray[np.int64], NDArray[np.int64],
 
 def sparse_rows(name: str, x: Any) -> SparseRows:
     """Validate a sparse or top-k input: ids in range and distinct per row, values finite and
-    non-negative, every row summing to 1 within 1e-4 (then normalised by :func:`row_sums`)."""
+    non-negative, every row summing to 1 within 1e-4 (then normalised by their sums, as dense rows are)."""
     ptr, ids, val, V, one_d = _csr_parts(name, x)
     B = ptr.shape[0] - 1
     row = np.repeat(np.arange(B), np.diff(ptr))
@@ -152,7 +153,7 @@ def sparse_rows(name: str, x: Any) -> SparseRows:
     counts = np.bincount(row[pos], minlength=B).astype(np.int64)
     ids, val = ids[pos], val[pos]
     new_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    sums = row_sums(val, new_ptr[:-1], counts)
+    sums = _core.csr_row_sums(val, new_ptr)
     bad = np.abs(sums - 1.0) > SUM_TOL
     if bad.any():
         r = int(np.argmax(bad))

@@ -45,6 +45,7 @@ from numpy.typing import ArrayLike, NDArray
 from . import _core
 from ._validate import (
     as_array,
+    as_pair,
     check_bool,
     check_n,
     check_support,
@@ -53,7 +54,7 @@ from ._validate import (
 )
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 from .limits import WOR_WORK_BUDGET
-from .sparse import pair_rows, sparse_vocab
+from .sparse import is_sparse, pair_rows, sparse_vocab
 
 __all__ = [
     "Verifier",
@@ -627,6 +628,34 @@ def _drafts(drafts: ArrayLike) -> NDArray[Any]:
     return d
 
 
+#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct.hpp).
+_DIRECT = ("sd", "rrs", "rrs-wor")
+
+
+def _verify_direct(
+    name: Any, p: Any, q: Any, d: NDArray[Any], rng: Any, scheme: str | None, threads: Any, row_ids: Any
+) -> Any:
+    """The engine case, one tuple per row of dense (B, V) p, q, for "sd", "rrs", "rrs-wor": at most
+    n + 2 linear passes per row instead of a prepared plan. None where it does not apply."""
+    if not isinstance(name, str) or name not in _DIRECT or is_sparse(p) or is_sparse(q) or d.ndim != 2:
+        return None
+    v = _lookup(name)
+    if scheme is not None and v.resolve_scheme(scheme) != v.scheme:
+        return None
+    p2, q2, batched = as_pair(p, q)
+    if not batched or d.shape[0] != p2.shape[0]:
+        return None  # one pair, many tuples: the prepared plan serves them all
+    if d.size and (d.min() < 0 or d.max() >= p2.shape[1]):
+        bad = int(d[(d < 0) | (d >= p2.shape[1])].flat[0])
+        raise ValueError(f"drafts: token id {bad} outside [0, {p2.shape[1]})")
+    n = check_n(d.shape[1])
+    if v.fixed_n is not None and n != v.fixed_n:
+        raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
+    d64 = np.ascontiguousarray(d, dtype=np.int64)
+    ids = _row_ids(row_ids, d64.shape[0])
+    return _core.verify_direct(name, p2, q2, d64, _seed(rng), _threads(threads), ids)
+
+
 def _to_columns(d2: NDArray[np.int64], col_ids: NDArray[np.int64], rows: NDArray[np.int64]) -> NDArray[np.int64]:
     """Draft ids as columns of each row's union support; a draft outside it has q = 0."""
     out = np.empty_like(d2)
@@ -671,6 +700,9 @@ def verify(
     (token, accepted): (int, bool) for one tuple, arrays of shape (B,) otherwise.
     """
     d = _drafts(drafts)
+    direct = _verify_direct(name, p, q, d, rng, scheme, threads, row_ids)
+    if direct is not None:
+        return direct
     batch, batched, col_ids = _prepare_ids(name, p, q, d.shape[-1], scheme, threads, work_budget)
     V = batch.V if col_ids is None else sparse_vocab(p, q)
     if d.size and (d.min() < 0 or d.max() >= V):
