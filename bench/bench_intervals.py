@@ -40,7 +40,9 @@ def main() -> None:
     if a.rows is not None:
         ds = ds[: a.rows]
     print(f"{len(ds)} rows, V = {ds.shape[1]}")
-    print("| k | scheme | n | mean width | max width | truth - low | high - truth | low slack | high slack (mean / max) | s |")
+    print(
+        "| k | scheme | n | mean width | max width | truth - low | high - truth | low slack | high slack (mean / max) | s |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for k in a.k:
         for scheme in a.schemes:
@@ -52,7 +54,7 @@ def main() -> None:
                     lo, hi, wlo, whi, _ = _bounds(top_k(P, k), top_k(Q, k), n, scheme, SEARCH_STEPS)
                     truth = mf.optimal_acceptance(P, Q, n, scheme)
                     assert np.all(lo <= truth) and np.all(truth <= hi), "interval misses the truth"
-                    for c, v in zip(cols, (lo, hi, wlo, whi, truth)):
+                    for c, v in zip(cols, (lo, hi, wlo, whi, truth), strict=True):
                         c.append(v)
                 lo, hi, wlo, whi, truth = (np.concatenate(c) for c in cols)
                 w = hi - lo

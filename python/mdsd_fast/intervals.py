@@ -35,6 +35,9 @@ __all__ = ["acceptance_bounds", "BOUND_SLACK"]
 #: accurate to ~1e-12 absolute, and the sums here are float64.
 BOUND_SLACK = 1e-9
 
+#: A row whose logged mass is within this of 1 is complete (its missing mass is rounding).
+COMPLETE_TOL = 1e-12
+
 #: Without replacement, ``low`` splits q's unseen mass into phantoms and pays at most this much for
 #: not splitting it infinitely finely (docs/intervals.md §2.2).
 WOR_SPLIT_ERROR = 2e-4
@@ -79,7 +82,8 @@ def _log(name: str, x: Any) -> tuple[_Log, bool]:
         r = int(np.argmax(mass > 1 + SUM_TOL))
         raise ValueError(f"{name}: row {r} has logged mass {mass[r]:.9g} > 1 (more than {SUM_TOL:g} over)")
     unseen = rows == 0
-    u = np.maximum(0.0, 1.0 - mass)
+    u = 1.0 - mass
+    u[u < COMPLETE_TOL] = 0.0  # complete up to rounding (docs/intervals.md §5)
     t = np.where(unseen.all(axis=1), 0.0, np.min(np.where(unseen, np.inf, rows), axis=1))
     room = t * unseen.sum(axis=1)
     short = u > room * (1 + 1e-12) + 1e-15
@@ -200,25 +204,27 @@ def _low(p: _Log, q: _Log, n: int, scheme: str, m: int) -> _F:
     B, V = p.x.shape
     k = n - m
     wor = scheme == "wor" or scheme.endswith("+wor")
-    if wor:
-        J = max(1, int(np.ceil(k * (k - 1) / 2 / WOR_SPLIT_ERROR)))
-        piece = q.u / J
-    elif m:
+    J = np.ones(B)
+    if m:
         cap = 0.5 * np.sort(q.x, axis=1)[:, -m]  # below every top-m value, so T stays the top m
-        J = max(1, int(np.max(np.ceil(q.u / cap), initial=1.0)))
-        piece = np.minimum(cap, q.u)
-    else:
-        J, piece = 1, q.u
-    pt = np.zeros((B, V + 1 + J))
-    qt = np.zeros((B, V + 1 + J))
-    pt[:, :V] = p.x
-    pt[:, V] = p.u
-    qt[:, :V] = q.x
-    qt[:, V + 1 :] = np.minimum(piece[:, None], q.u[:, None] - piece[:, None] * np.arange(J)[None, :]).clip(0)
-    pt /= pt.sum(axis=1, keepdims=True)
-    qt /= qt.sum(axis=1, keepdims=True)
-    low = np.asarray(optimal_acceptance(pt, qt, n, scheme), dtype=np.float64)
-    return low - (k * (k - 1) / 2 / J if wor else 0.0)
+        J = np.maximum(J, np.ceil(q.u / cap))
+    if wor:
+        J = np.maximum(J, np.ceil(k * (k - 1) / 2 / WOR_SPLIT_ERROR))
+    J = 2 ** np.ceil(np.log2(J))  # rows with the same J form one call: a row's arrays never depend on others
+    low = np.empty(B)
+    for j in np.unique(J):
+        rows = np.flatnonzero(J == j)
+        Jr = int(j)
+        pt = np.zeros((rows.size, V + 1 + Jr))
+        qt = np.zeros((rows.size, V + 1 + Jr))
+        pt[:, :V] = p.x[rows]
+        pt[:, V] = p.u[rows]
+        qt[:, :V] = q.x[rows]
+        qt[:, V + 1 :] = (q.u[rows] / Jr)[:, None]
+        pt /= pt.sum(axis=1, keepdims=True)
+        qt /= qt.sum(axis=1, keepdims=True)
+        low[rows] = np.asarray(optimal_acceptance(pt, qt, n, scheme), dtype=np.float64)
+    return low - np.where(q.u > 0, k * (k - 1) / 2 / J if wor else 0.0, 0.0)  # no unseen mass: exact
 
 
 def _q_min_wor(w: _F, w_out: _F, k: int) -> _F:
