@@ -258,7 +258,7 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool) -> 
     else:
         q_rest = (q.x * rest).sum(axis=1) + np.maximum(0.0, q.u - out_room)
         q_min = (q_rest / (1.0 - (q.x * T).sum(axis=1))).clip(0, 1) ** k
-    return 1.0 + p_max - q_min
+    return np.asarray(1.0 + p_max - q_min, dtype=np.float64)
 
 
 def _certs(pc: _F, qc: _F, n: int, scheme: str, T: _B) -> tuple[_F, _B]:
