@@ -125,7 +125,7 @@ def test_verifier_intervals():
         sd = np.minimum(pp, qq).sum(axis=1)
         assert lo <= sd.min() + 1e-12 and sd.max() <= hi + 1e-12
         assert (lo, hi) == mf.acceptance_bounds(p, q, 1)
-        for name, scheme in (("rrs", "iid"), ("rrs-wor", "wor")):
+        for name, scheme in (("rrs", "iid"), ("rrs-wor", "wor"), ("optimal", "iid")):
             lo, hi = mf.acceptance_bounds(p, q, 2, scheme, verifier=name)
             acc = mf.acceptance(name, pp, qq, 2)
             assert lo <= acc.min() + 1e-12 and acc.max() <= hi + 1e-12
@@ -159,6 +159,7 @@ def test_batches_and_chunks_do_not_change_results():
         ([0.5, 0.2, 0, 0], [0.5, 0.2, 0, 0], {"verifier": "kseq"}, "verifier:"),
         ([0.5, 0.2, 0, 0], [0.5, 0.2, 0, 0], {"verifier": "sd"}, "n: verifier 'sd'"),
         ([0.5, 0.2, 0, 0], [0.5, 0.2, 0, 0], {"verifier": "rrs", "scheme": "wor"}, "scheme: verifier 'rrs'"),
+        ([0.5, 0.2, 0, 0], [0.5, 0.2, 0, 0], {"verifier": "optimal", "scheme": "wor"}, "scheme: verifier 'optimal'"),
         ([0.5, 0.2, 0, 0], [0.4, 0.2, 0.2, 0], {"scheme": "topk"}, "q: row 0 does not determine its top 2"),
         ([0.5, 0.2, 0, 0], [0.9, 0, 0, 0], {"scheme": "wor"}, "q: scheme 'wor' needs 2 logged"),
         ([0.5, 0.2, 0, 0], [0.5, 0.2, 0, 0], {"scheme": "top2+iid"}, "scheme: 'top2\\+iid'"),

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._validate import SUM_TOL, _as_float_array, check_n, check_scheme, mixed_parts
+from ._validate import SUM_TOL, _as_float_array, _sampled, check_n, check_scheme, mixed_parts
 from .bound import optimal_acceptance
 
 __all__ = ["acceptance_bounds", "BOUND_SLACK"]
@@ -65,7 +65,7 @@ class _Log:
 
 
 def _log(name: str, x: Any) -> tuple[_Log, bool]:
-    arr = _as_float_array(name, x, (1, 2))
+    arr = _as_float_array(name, _sampled(x), (1, 2))  # a Logits stands for its (complete) distribution
     batched = arr.ndim == 2
     rows = arr.reshape(-1, arr.shape[-1])
     if not np.isfinite(rows).all():
@@ -327,7 +327,7 @@ def acceptance_bounds(
         the same top m tokens of q: the m-th logged value must exceed the smallest one (or q must be
         complete).
     verifier : None (alpha*), or a verifier whose exact acceptance to bound: "sd" (n = 1: the
-        interval of sum min(p', q'), tight), "optimal", "optimal-lp", "greedy", "topk" (they reach
+        interval of sum min(p', q')), "optimal" ("iid"), "optimal-lp", "greedy", "topk" (they reach
         alpha*, so the alpha* interval), "rrs" ("iid") or "rrs-wor" ("wor"): from the "sd" low
         end (their first draft is checked as speculative sampling checks it) to alpha*'s high
         end; valid, not tight.
@@ -359,7 +359,7 @@ def acceptance_bounds(
 #: Verifiers with an interval, and the schemes they verify here (empty: any scheme of alpha*).
 _VERIFIER_SCHEMES: dict[str, tuple[str, ...]] = {
     "sd": ("iid",),
-    "optimal": (),
+    "optimal": ("iid",),  # its without-replacement route may stop short of alpha* (route_report)
     "optimal-lp": (),
     "greedy": ("greedy",),
     "topk": ("topk",),
