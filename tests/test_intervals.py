@@ -170,6 +170,17 @@ def test_errors_name_the_argument(p, q, kwargs, match):
         mf.acceptance_bounds(np.array(p, dtype=float), np.array(q, dtype=float), 2, **kwargs)
 
 
+def test_more_search_never_raises_high():
+    rng = np.random.default_rng(12)
+    P, Q = rng.dirichlet(np.full(200, 0.2), size=6), rng.dirichlet(np.full(200, 0.2), size=6)
+    p, q = top_k(P, 8), top_k(Q, 8)
+    his = [mf.acceptance_bounds(p, q, 3, "iid", search_steps=s)[1] for s in (0, 12, 40)]
+    assert np.all(his[1] <= his[0]) and np.all(his[2] <= his[1])
+    assert np.all(his[2] >= mf.optimal_acceptance(P, Q, 3))
+    with pytest.raises(ValueError, match="search_steps"):
+        mf.acceptance_bounds(p, q, 3, search_steps=-1)
+
+
 def test_dtype_errors():
     with pytest.raises(TypeError, match="p: expected float32 or float64"):
         mf.acceptance_bounds(np.array([1, 0]), np.array([0.5, 0.5]), 1)

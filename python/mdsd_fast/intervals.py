@@ -311,7 +311,13 @@ def _high(p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, steps: int) -> t
 
 
 def acceptance_bounds(
-    p: ArrayLike, q: ArrayLike, n: int, scheme: str = "iid", *, verifier: str | None = None
+    p: ArrayLike,
+    q: ArrayLike,
+    n: int,
+    scheme: str = "iid",
+    *,
+    verifier: str | None = None,
+    search_steps: int = SEARCH_STEPS,
 ) -> tuple[Any, Any]:
     """Interval (low, high) that contains alpha* of every completion of truncated logs p and q.
 
@@ -331,6 +337,8 @@ def acceptance_bounds(
         alpha*, so the alpha* interval), "rrs" ("iid") or "rrs-wor" ("wor"): from the "sd" low
         end (their first draft is checked as speculative sampling checks it) to alpha*'s high
         end; valid, not tight.
+    search_steps : Frank-Wolfe steps of the search for certificates behind ``high`` (each costs
+        about one alpha* of the batch); more can only lower ``high``, and it stays valid with 0.
 
     Returns
     -------
@@ -348,7 +356,9 @@ def acceptance_bounds(
             raise ValueError(f"scheme: verifier {verifier!r} verifies {' or '.join(allowed)} drafts, got {scheme!r}")
         if verifier == "sd" and n != 1:
             raise ValueError(f"n: verifier 'sd' checks one draft, got n = {n!r}")
-    lo, hi, _, _, batched = _bounds(p, q, n, scheme, SEARCH_STEPS)
+    if isinstance(search_steps, bool) or not isinstance(search_steps, int) or search_steps < 0:
+        raise ValueError(f"search_steps: expected a non-negative integer, got {search_steps!r}")
+    lo, hi, _, _, batched = _bounds(p, q, n, scheme, search_steps)
     if verifier in ("rrs", "rrs-wor"):
         lo = _bounds(p, q, 1, "iid", 0)[0]
     if not batched:
