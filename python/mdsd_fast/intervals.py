@@ -253,6 +253,9 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool) -> 
     if wor:
         w = np.where(rest & ~q.unseen, q.x, 0.0)
         w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
+        # q's unseen mass that must fall inside H, as one lump: any split of it is a refinement of
+        # the lump, and refining raises Q (docs/intervals.md §3)
+        w = np.concatenate([w, np.maximum(0.0, q.u - out_room)[:, None]], axis=1)
         w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
         q_min = _q_min_wor(w, w_out, k)
     else:
