@@ -181,6 +181,22 @@ def test_more_search_never_raises_high():
         mf.acceptance_bounds(p, q, 3, search_steps=-1)
 
 
+def test_topk_and_csr_logs_equal_dense():
+    sp = pytest.importorskip("scipy.sparse")
+    rng = np.random.default_rng(14)
+    P, Q = rng.dirichlet(np.full(80, 0.3), size=3), rng.dirichlet(np.full(80, 0.3), size=3)
+    p, q = top_k(P, 6), top_k(Q, 9)
+    dense = mf.acceptance_bounds(p, q, 2, "wor")
+    ids_p, ids_q = np.argsort(-P, axis=1)[:, :6], np.argsort(-Q, axis=1)[:, :9]
+    tp = mf.TopK(ids_p, np.log(np.take_along_axis(P, ids_p, 1)), 80, logprobs=True)
+    tq = mf.TopK(ids_q, np.take_along_axis(Q, ids_q, 1), 80)
+    for a, b in ((tp, tq), (sp.csr_array(p), sp.csr_array(q))):
+        lo, hi = mf.acceptance_bounds(a, b, 2, "wor")
+        assert np.allclose(lo, dense[0], rtol=0, atol=1e-12) and np.allclose(hi, dense[1], rtol=0, atol=1e-12)
+    with pytest.raises(ValueError, match="p: row 0 lists a token twice|p: row 0 lists token"):
+        mf.acceptance_bounds(mf.TopK(np.array([[1, 1]]), np.array([[0.3, 0.2]]), 80), tq, 2)
+
+
 def test_dtype_errors():
     with pytest.raises(TypeError, match="p: expected float32 or float64"):
         mf.acceptance_bounds(np.array([1, 0]), np.array([0.5, 0.5]), 1)

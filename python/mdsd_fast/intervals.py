@@ -28,6 +28,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from ._validate import SUM_TOL, _as_float_array, _sampled, check_n, check_scheme, mixed_parts
 from .bound import optimal_acceptance
+from .sparse import _csr_parts, is_sparse
 
 __all__ = ["acceptance_bounds", "BOUND_SLACK"]
 
@@ -64,8 +65,24 @@ class _Log:
     hidden: NDArray[np.int64]  #: unlogged-in-both tokens left out of the arrays (see ``_compress``)
 
 
+def _logged(name: str, x: Any) -> _F:
+    """A TopK or scipy.sparse log as a dense array of its logged entries (not normalised: the row
+    sum is the logged mass)."""
+    ptr, ids, val, V, one_d = _csr_parts(name, x)
+    B = ptr.shape[0] - 1
+    row = np.repeat(np.arange(B), np.diff(ptr))
+    if ids.size and (ids.min() < 0 or ids.max() >= V):
+        raise ValueError(f"{name}: row {int(row[np.argmax((ids < 0) | (ids >= V))])} has a token id outside [0, {V})")
+    dense = np.zeros((B, V))
+    np.add.at(dense, (row, ids), 1.0)
+    if (dense > 1).any():
+        raise ValueError(f"{name}: row {int(np.argmax((dense > 1).any(axis=1)))} lists a token twice")
+    dense[row, ids] = val
+    return dense[0] if one_d else dense
+
+
 def _log(name: str, x: Any) -> tuple[_Log, bool]:
-    arr = _as_float_array(name, _sampled(x), (1, 2))  # a Logits stands for its (complete) distribution
+    arr = _as_float_array(name, _logged(name, x) if is_sparse(x) else _sampled(name, x), (1, 2))
     batched = arr.ndim == 2
     rows = arr.reshape(-1, arr.shape[-1])
     if not np.isfinite(rows).all():
@@ -330,6 +347,8 @@ def acceptance_bounds(
         on tokens not logged; a row's sum is its logged mass (at most 1, within 1e-4). Each unseen
         token has probability at most the row's smallest logged value, and the unseen tokens hold
         the missing mass ``1 - sum``; a row whose unlogged tokens cannot hold it is an error.
+        A ``TopK`` (ids and probabilities or log-probabilities per row) or a scipy.sparse row
+        holds the logged entries directly (not renormalised).
     n : number of drafts.
     scheme : "iid", "wor", "greedy", "topk" or a mixed "top<m>+iid" / "top<m>+wor" (as in
         ``optimal_acceptance``). For the schemes with deterministic drafts every completion must have
