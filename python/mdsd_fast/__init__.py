@@ -31,6 +31,9 @@ engines
     reference kernels in the engines' own tensor contracts, every uniform an argument:
     rejection_sample (vLLM V1), tree_speculative_sampling (SGLang's token trees, with SGLang's rule
     or any registry verifier at each node).
+acceptance_bounds(p, q, n, scheme="iid", *, verifier=None) -> (low, high)
+    rigorous bounds on alpha* (or a verifier's acceptance) from truncated top-k logs: the interval
+    holding every completion of the unseen mass (docs/intervals.md).
 audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=None) -> AuditResult
     a statistical audit of any verifier callable for losslessness (output law and acceptance
     tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
@@ -46,6 +49,7 @@ from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optim
 from .constraints import Logits
 from .data import LMDataset, from_arrays, load_dataset
 from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
+from .intervals import acceptance_bounds
 from .sparse import TopK
 from .verifiers import (
     EXACT_BUDGET,
@@ -92,4 +96,5 @@ __all__ = [
     "TreeVerification",
     "audit",
     "AuditResult",
+    "acceptance_bounds",
 ]
