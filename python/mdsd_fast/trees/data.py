@@ -34,6 +34,7 @@ from ._raw import RawTree, check_tree
 
 __all__ = ["TREES_FORMAT", "TreeDataset", "TreeDatasetBuilder", "default_trees_path", "load_trees", "sparse_support"]
 
+
 TREES_FORMAT = "mdsd_fast.lmtrees"
 TREES_FORMAT_VERSION = 1
 DEFAULT_TREES_FILE = "trees_smollm2.npz"
@@ -55,6 +56,22 @@ def sparse_support(row: NDArray[np.float64], mass_cut: float, kmax: int) -> NDAr
     csum = np.cumsum(row[top])
     n = int(np.searchsorted(csum, (1.0 - mass_cut) * row.sum())) + 1
     return np.sort(top[: min(n, k)]).astype(np.int64)
+
+
+def keep_drafted_positive(
+    k: NDArray[np.uint64], exps: NDArray[np.int64], l1: NDArray[np.float64], offs: NDArray[np.int64],
+    drafted: NDArray[np.bool_],
+) -> None:  # fmt: skip
+    """In place: a drafted token whose q rounds to 0 in fixed point (a wor draw of q ~ 1e-9) is
+    stored as 1 unit, taken from the largest entry so the stored sum stays exact; ``l1`` grows by
+    the bound 2 units. A drafted token must keep q > 0, or the tree would contradict its draws."""
+    for g in np.unique(np.searchsorted(offs, np.flatnonzero(drafted & (k == 0)), side="right") - 1):
+        a, b = int(offs[g]), int(offs[g + 1])
+        zero = np.flatnonzero(drafted[a:b] & (k[a:b] == 0))
+        top = a + int(np.argmax(k[a:b]))
+        k[a + zero] = 1
+        k[top] -= np.uint64(zero.size)
+        l1[g] += 2.0 * zero.size * 2.0 ** -float(exps[g])
 
 
 @dataclass(frozen=True)
@@ -159,9 +176,13 @@ class TreeDatasetBuilder:
             "node_lengths": np.asarray(lens, np.int32),
             "token_gaps": gaps.astype(np.uint16),
         }
+        drafted = np.concatenate([np.isin(nd.support, tree.token[tree.draws(i)])
+                                  for tree, nodes, _, _ in self._trees for i, nd in enumerate(nodes)])  # fmt: skip
         for key, vals in (("p", pv), ("q", qv)):
             v = np.concatenate(vals)
             exps, k, l1 = _fixed_encode(v, offs, MAX_QUANT_L1)
+            if key == "q":
+                keep_drafted_positive(k, exps, l1, offs, drafted)
             arrays[f"{key}_exp"] = exps.astype(np.int8)
             arrays[f"{key}_planes"] = _to_planes(k)
             arrays[f"{key}_trunc"] = np.maximum(1.0 - np.add.reduceat(v, offs[:-1]), 0.0)
