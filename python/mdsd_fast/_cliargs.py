@@ -30,6 +30,9 @@ USER_ERRORS: tuple[type[BaseException], ...] = (ValueError, TypeError, OSError, 
 class Parser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (the usage itself is in ``--help``)."""
 
+    #: name -> parser of each subcommand (errors about a subcommand's options come from its parser)
+    subcommands: dict[str, argparse.ArgumentParser] = {}
+
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 

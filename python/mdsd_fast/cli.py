@@ -356,7 +356,7 @@ def _audit(args: argparse.Namespace) -> int:
     return 0 if res.lossless else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     """The ``mdsd-fast`` parser with every subcommand."""
     parser = Parser(
         prog="mdsd-fast",
@@ -377,13 +377,16 @@ def build_parser() -> argparse.ArgumentParser:
     from .lm import add_extract_parser  # torch is imported only when `extract` runs
 
     add_extract_parser(sub, parents)
+    parser.subcommands = dict(sub.choices)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mdsd-fast``; returns the exit code (see ``mdsd-fast --help``)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the subcommand whose options these are not
+        parser.subcommands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:  # bare `mdsd-fast`: what it can do, not a several-minute report
         parser.print_help()
         return 0

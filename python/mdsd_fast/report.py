@@ -105,6 +105,11 @@ class ReportConfig:
         for v in self.verifiers:
             if v not in verifiers:
                 raise ValueError(f"verifiers: unknown verifier {v!r} (known: {', '.join(verifiers)})")
+        for s in self.schemes:
+            if all(_drafts_needed(s, n)[0] > n for n in self.ns):
+                raise ValueError(
+                    f"schemes: {s} needs n >= {_drafts_needed(s, 1)[0]}, got n = {', '.join(map(str, self.ns))}"
+                )
         if self.samples < 100:
             raise ValueError(f"samples: need at least 100 simulated steps per position, got {self.samples}")
         if self.gamma < 1:
