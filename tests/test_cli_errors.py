@@ -27,6 +27,11 @@ from mdsd_fast.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default --out is ./mdsd_report: never the source tree
+
+
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     try:
         code = main(argv)
@@ -96,6 +101,7 @@ CASES: list[tuple[str, str]] = [
     ("report --arrays {neg} {q} --n 1 --schemes iid --no-plots --no-progress --out {dir}/o1", "non-negative"),
     ("report --dataset {good} --arrays {p} {q}", "not allowed with argument"),
     ("report --out {file}", "is not a directory"),
+    ("report --out {file}/sub", "is not a writable directory"),
     # option values
     ("report --workers 0", "argument --workers: expected a positive integer, got '0'"),
     ("report --workers -1", "argument --workers: expected a positive integer, got '-1'"),
@@ -166,6 +172,7 @@ def test_user_error_is_one_line_and_exit_2(
     assert "allow_pickle" not in err
     assert code == 2, (code, err)
     assert time.perf_counter() - t0 < 10  # the unreachable scheduler fails fast, not after 30 s
+    assert not Path("mdsd_report").exists()  # a refused run leaves no output directory behind
 
 
 def test_debug_shows_the_traceback(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -244,3 +251,26 @@ def test_relative_paths_reach_dask_workers(
     assert code == 0, err
     assert (tmp_path / "rel_out" / "report.json").exists()
     assert not (elsewhere / "rel_out").exists()
+
+
+def test_a_port_that_is_not_a_dask_scheduler_fails_fast(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A listening socket that never speaks Dask: the TCP check passes, Dask's own client would
+    wait forever for the handshake; the report gives up after SCHEDULER_TIMEOUT."""
+    pytest.importorskip("dask.distributed")
+    import mdsd_fast.report as report
+
+    monkeypatch.setattr(report, "SCHEDULER_TIMEOUT", 1.0)
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        address = f"tcp://127.0.0.1:{silent.getsockname()[1]}"
+        t0 = time.perf_counter()
+        code, err = _run(["report", "--scheduler", address], capsys)
+    assert time.perf_counter() - t0 < 10
+    assert code == 2 and "Traceback" not in err
+    assert (
+        err.strip()
+        == f"mdsd-fast report: error: scheduler: {address} does not answer as a Dask scheduler within 1 s (TimeoutError)"
+    )

@@ -156,7 +156,7 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         help="no progress bar (on a terminal) or per-group progress lines on stderr (otherwise)",
     )
     rp.add_argument(
-        "--max-rows", type=nonnegative_int, default=80, help="rows of the tables printed on stdout (default 80)"
+        "--max-rows", type=nonnegative_int, default=100, help="rows of the tables printed on stdout (default 100)"
     )
     rp.set_defaults(func=_report)
 
@@ -221,7 +221,9 @@ def _report(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {args.out}: exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)  # unwritable: an OSError now, not after the first group
+    base = next(d for d in (out, *out.parents) if d.exists())  # checked now, not after the first group
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {args.out}: cannot create or write it ({base} is not a writable directory)")
     dataset: Any = args.dataset
     if args.arrays:
         dataset = (_load_npy(args.arrays[0]), _load_npy(args.arrays[1]))

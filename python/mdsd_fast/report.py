@@ -562,13 +562,17 @@ def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
 SCHEDULER_TIMEOUT = 5.0
 
 
-def check_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT) -> None:
-    """Fail fast, with one line, when the Dask scheduler at ``address`` cannot be reached: a TCP
-    connection within ``timeout`` seconds (tcp:// and tls:// addresses; others are left to Dask),
-    then that ``dask.distributed`` is installed."""
+def check_scheduler(address: str, timeout: float | None = None) -> None:
+    """Fail fast, with one line, when no Dask scheduler answers at ``address``: a TCP connection
+    within ``timeout`` seconds (default SCHEDULER_TIMEOUT; tcp:// and tls:// addresses), then
+    ``dask.distributed`` installed, then Dask's handshake within the same time (a port that
+    accepts but never answers would otherwise hang the client for good)."""
+    import asyncio
     import socket
+    from concurrent.futures import ThreadPoolExecutor
     from urllib.parse import urlsplit
 
+    t = SCHEDULER_TIMEOUT if timeout is None else timeout
     proto, sep, _ = address.partition("://")
     if not sep or proto in ("tcp", "tls"):
         try:
@@ -579,16 +583,26 @@ def check_scheduler(address: str, timeout: float = SCHEDULER_TIMEOUT) -> None:
         if not host or port is None:
             raise ValueError(f"scheduler: expected tcp://HOST:PORT, got {address!r}")
         try:
-            socket.create_connection((host, port), timeout=timeout).close()
+            socket.create_connection((host, port), timeout=t).close()
         except OSError as exc:
             why = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
-            raise ValueError(
-                f"scheduler: cannot reach a Dask scheduler at {address} within {timeout:g} s ({why})"
-            ) from None
+            raise ValueError(f"scheduler: cannot reach a Dask scheduler at {address} within {t:g} s ({why})") from None
     try:
-        import dask.distributed  # noqa: F401
+        from distributed.comm.core import connect
     except ImportError:
         raise ImportError("scheduler: needs dask.distributed: pip install 'mdsd_fast[dask]'") from None
+
+    async def handshake() -> None:
+        comm = await asyncio.wait_for(connect(address, timeout=t), t)
+        await comm.close()
+
+    with ThreadPoolExecutor(1) as pool:  # a loop of its own: the caller may be inside one (Jupyter)
+        try:
+            pool.submit(asyncio.run, handshake()).result()
+        except (asyncio.TimeoutError, OSError, ValueError) as exc:
+            raise ValueError(
+                f"scheduler: {address} does not answer as a Dask scheduler within {t:g} s ({type(exc).__name__})"
+            ) from None
 
 
 def _run_units(
