@@ -259,9 +259,9 @@ def test_a_port_that_is_not_a_dask_scheduler_fails_fast(
     """A listening socket that never speaks Dask: the TCP check passes, Dask's own client would
     wait forever for the handshake; the report gives up after SCHEDULER_TIMEOUT."""
     pytest.importorskip("dask.distributed")
-    import mdsd_fast.report as report
+    import mdsd_fast._scheduler as scheduler
 
-    monkeypatch.setattr(report, "SCHEDULER_TIMEOUT", 1.0)
+    monkeypatch.setattr(scheduler, "SCHEDULER_TIMEOUT", 1.0)
     with socket.socket() as silent:
         silent.bind(("127.0.0.1", 0))
         silent.listen(4)
