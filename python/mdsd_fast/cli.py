@@ -86,7 +86,7 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         "report",
         parents=parents,
         help="the gap between verifiers and the bound alpha* on real distributions (the main job)",
-        description="Mean alpha* per (domain, temperature, draft, scheme, n) with 95%% CIs, each verifier's "
+        description="Mean alpha* per (domain, temperature, draft, scheme, n) with 95% CIs, each verifier's "
         "acceptance and its gap to the bound, expected tokens per target call; markdown on stdout, "
         "CSV/JSON/PNG in --out. Errors are one line on stderr and exit code 2.",
     )
