@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -11,8 +12,19 @@ from typing import Any
 import numpy as np
 
 from . import __version__
+from ._cliargs import (
+    Parser,
+    csv_of,
+    debug_parent,
+    finite_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    run,
+)
 from ._validate import Scheme
 from .bound import optimal_acceptance, solve_lp
+from .limits import REPORT_MAX_N
 from .report import DEFAULT_VERIFIERS
 
 # The worked examples of docs/theory.md §10 (p, q).
@@ -69,24 +81,22 @@ def _demo(args: argparse.Namespace) -> int:
     return 0 if worst < 1e-9 else 1
 
 
-def _csv_list(kind: type, text: str) -> tuple[Any, ...]:
-    return tuple(kind(x) for x in text.split(",") if x.strip())
-
-
-def _add_report_parser(sub: Any) -> None:
+def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
     rp = sub.add_parser(
         "report",
+        parents=parents,
         help="the gap between verifiers and the bound alpha* on real distributions (the main job)",
-        description="Mean alpha* per (domain, temperature, draft, scheme, n) with 95%% CIs, each verifier's "
+        description="Mean alpha* per (domain, temperature, draft, scheme, n) with 95% CIs, each verifier's "
         "acceptance and its gap to the bound, expected tokens per target call; markdown on stdout, "
-        "CSV/JSON/PNG in --out.",
+        "CSV/JSON/PNG in --out. Errors are one line on stderr and exit code 2.",
     )
-    rp.add_argument(
+    src = rp.add_mutually_exclusive_group()
+    src.add_argument(
         "--dataset",
         default=None,
         help="a dataset file or a directory of dataset shards (.npz); default: the shipped SmolLM2 data",
     )
-    rp.add_argument(
+    src.add_argument(
         "--arrays",
         nargs=2,
         metavar=("P.npy", "Q.npy"),
@@ -95,45 +105,92 @@ def _add_report_parser(sub: Any) -> None:
     )
     rp.add_argument(
         "--schemes",
-        default="iid,wor,greedy,topk",
+        type=csv_of(str),
+        default=("iid", "wor", "greedy", "topk"),
         help="comma-separated (default iid,wor,greedy,topk; mixed schemes such as top1+iid, top2+wor too)",
     )
-    rp.add_argument("--n", default="1,2,3,4", help="numbers of drafts, comma-separated, each 1..8 (default 1,2,3,4)")
+    rp.add_argument(
+        "--n",
+        type=csv_of(positive_int),
+        default=(1, 2, 3, 4),
+        help=f"numbers of drafts, comma-separated, each 1..{REPORT_MAX_N} (default 1,2,3,4)",
+    )
     rp.add_argument(
         "--verifiers",
-        default=",".join(DEFAULT_VERIFIERS),
+        type=csv_of(str),
+        default=DEFAULT_VERIFIERS,
         help=f"comma-separated (default {','.join(DEFAULT_VERIFIERS)}; also optimal-lp on small data)",
     )
-    rp.add_argument("--temperatures", default=None, help="only these temperatures, comma-separated")
+    rp.add_argument(
+        "--temperatures", type=csv_of(finite_float), default=None, help="only these temperatures, comma-separated"
+    )
     rp.add_argument("--out", default="mdsd_report", help="output directory (default ./mdsd_report)")
     rp.add_argument("--simulate", action="store_true", help="simulate every verifier instead of exact acceptance")
-    rp.add_argument("--samples", type=int, default=4000, help="simulated steps per position (default 4000)")
+    rp.add_argument("--samples", type=positive_int, default=4000, help="simulated steps per position (default 4000)")
     rp.add_argument(
         "--wor-budget",
-        type=float,
+        type=positive_float,
         default=None,
         metavar="OPS",
         help="work budget per position of the without-replacement optimal verifier ('sweep'), in grid "
         "operations (default: mdsd_fast.WOR_WORK_BUDGET); a larger budget certifies more positions, slower",
     )
-    rp.add_argument("--seed", type=int, default=0)
-    rp.add_argument("--gamma", type=int, default=4, help="drafted positions per target call (default 4)")
+    rp.add_argument("--seed", type=nonnegative_int, default=0)
+    rp.add_argument("--gamma", type=positive_int, default=4, help="drafted positions per target call (default 4)")
     rp.add_argument(
         "--resume",
         action="store_true",
         help="reuse the groups already computed in --out on the same data, settings and code "
         "(checked by content hashes; the rest are recomputed)",
     )
-    rp.add_argument("--workers", type=int, default=1, help="local worker processes (default 1)")
-    rp.add_argument("--scheduler", default=None, help="Dask scheduler address, e.g. tcp://127.0.0.1:8786")
+    rp.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1)")
+    rp.add_argument(
+        "--scheduler",
+        default=None,
+        help="Dask scheduler address, e.g. tcp://127.0.0.1:8786 (checked first: an unreachable one is an error)",
+    )
     rp.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     rp.add_argument(
         "--no-progress",
         action="store_true",
         help="no progress bar (on a terminal) or per-group progress lines on stderr (otherwise)",
     )
-    rp.add_argument("--max-rows", type=int, default=80, help="rows of the table printed on stdout (default 60)")
+    rp.add_argument(
+        "--max-rows", type=nonnegative_int, default=100, help="rows of the tables printed on stdout (default 100)"
+    )
     rp.set_defaults(func=_report)
+
+
+#: ReportConfig's argument names (its ValueErrors start with them) -> the report's options.
+_CONFIG_OPTIONS = {
+    "schemes": "--schemes",
+    "ns": "--n",
+    "verifiers": "--verifiers",
+    "temperatures": "--temperatures",
+    "samples": "--samples",
+    "gamma": "--gamma",
+    "wor_work_budget": "--wor-budget",
+}
+
+
+def _load_npy(path: str) -> Any:
+    """One ``--arrays`` file, with an error naming it for anything but a numeric .npy array."""
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"--arrays {path}: no such file")
+    with open(path, "rb") as fh:
+        magic = fh.read(6)
+    if magic[:2] == b"PK":
+        raise ValueError(f"--arrays {path}: an .npz archive; --arrays takes two .npy files (--dataset takes .npz)")
+    if magic != b"\x93NUMPY":
+        raise ValueError(f"--arrays {path}: not a .npy file (written by numpy.save)")
+    try:
+        return np.load(path, allow_pickle=False)
+    except ValueError as exc:
+        if "allow_pickle" in str(exc):  # an object array: never unpickled from a user's file
+            raise ValueError(f"--arrays {path}: holds Python objects; give a float32 or float64 array") from None
+        raise ValueError(f"--arrays {path}: corrupt .npy file ({exc})") from None
+    except (EOFError, OSError) as exc:
+        raise ValueError(f"--arrays {path}: corrupt or truncated .npy file ({exc})") from None
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -141,26 +198,40 @@ def _report(args: argparse.Namespace) -> int:
 
     from .report import GapReport, ReportConfig, gap_report
 
-    cfg = ReportConfig(
-        schemes=_csv_list(str, args.schemes),
-        ns=_csv_list(int, args.n),
-        verifiers=_csv_list(str, args.verifiers),
-        temperatures=_csv_list(float, args.temperatures) if args.temperatures else None,
-        exact=not args.simulate,
-        samples=args.samples,
-        wor_work_budget=args.wor_budget,
-        seed=args.seed,
-        gamma=args.gamma,
-        threads=1 if (args.workers > 1 or args.scheduler) else None,
-    )
+    if args.scheduler and args.workers != 1:
+        raise ValueError("--workers: runs local processes; with --scheduler the cluster's workers run the groups")
+    try:
+        cfg = ReportConfig(
+            schemes=args.schemes,
+            ns=args.n,
+            verifiers=args.verifiers,
+            temperatures=args.temperatures,
+            exact=not args.simulate,
+            samples=args.samples,
+            wor_work_budget=args.wor_budget,
+            seed=args.seed,
+            gamma=args.gamma,
+            threads=1 if (args.workers > 1 or args.scheduler) else None,
+        )
+    except ValueError as exc:
+        field_, _, rest = str(exc).partition(": ")
+        if field_ not in _CONFIG_OPTIONS:
+            raise
+        raise ValueError(f"argument {_CONFIG_OPTIONS[field_]}: {rest}") from None
+    out = Path(args.out).resolve()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {args.out}: exists and is not a directory")
+    base = next(d for d in (out, *out.parents) if d.exists())  # checked now, not after the first group
+    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
+        raise ValueError(f"--out {args.out}: cannot create or write it ({base} is not a writable directory)")
     dataset: Any = args.dataset
     if args.arrays:
-        dataset = (np.load(args.arrays[0]), np.load(args.arrays[1]))
+        dataset = (_load_npy(args.arrays[0]), _load_npy(args.arrays[1]))
     t0 = time.perf_counter()
     rep: GapReport = gap_report(
         dataset,
         config=cfg,
-        out_dir=args.out,
+        out_dir=out,
         resume=args.resume,
         workers=args.workers,
         scheduler=args.scheduler,
@@ -180,8 +251,10 @@ def _report(args: argparse.Namespace) -> int:
         f"{sum(r['positions'] for r in rep.records if r['method'] == 'alpha*' and r['domain'] != 'all' and r['n'] == cfg.ns[0] and r['scheme'] == cfg.schemes[0])} positions"
     )
     print(
-        "alpha* mean (95% CI over positions); verifier acceptance (its difference to alpha* of its scheme); "
-        "* = simulated" + ("; pooled over domains (per-domain rows in report.md/csv/json)" if pooled else "") + "\n"
+        "alpha* mean (95% CI over positions, clipped to [0, 1]); each verifier's acceptance (its difference to "
+        f"alpha* of its scheme; * = simulated); tok/call = expected tokens per target call at gamma = {cfg.gamma}"
+        + ("; pooled over domains (per-domain rows in report.md/csv/json)" if pooled else "")
+        + "\n"
     )
     print(md)
     print("\nFindings on this data:\n")
@@ -203,7 +276,6 @@ def _load_callable(spec: str, what: str) -> Any:
     file) -> the object; any failure is a ValueError of one line."""
     import importlib
     import importlib.util
-    import os
 
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
@@ -231,11 +303,12 @@ def _load_callable(spec: str, what: str) -> Any:
     return obj
 
 
-def _add_audit_parser(sub: Any) -> None:
+def _add_audit_parser(sub: Any, parents: list[Parser]) -> None:
     from .audit import DEFAULT_ALPHA, DEFAULT_SAMPLES, SCHEMES
 
     ap = sub.add_parser(
         "audit",
+        parents=parents,
         help="audit a verifier callable module:function for losslessness",
         description="Calls verify(p, q, drafts, rng) -> token on a built-in suite of cases (docs/audit.md), tests "
         "the output law against p and the acceptance against alpha*, prints a per-case table and a verdict. "
@@ -247,59 +320,83 @@ def _add_audit_parser(sub: Any) -> None:
         default="iid",
         help=f"how drafts are drawn: {', '.join(SCHEMES)}, top<m>+iid or top<m>+wor (default iid)",
     )
-    ap.add_argument("--n", type=int, default=2, help="drafts per position (default 2)")
-    ap.add_argument("--samples", type=int, default=DEFAULT_SAMPLES, help=f"per case (default {DEFAULT_SAMPLES})")
-    ap.add_argument("--seed", type=int, default=0, help="root seed (default 0)")
-    ap.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help=f"false-alarm rate (default {DEFAULT_ALPHA:g})")
+    ap.add_argument("--n", type=positive_int, default=2, help="drafts per position (default 2)")
+    ap.add_argument(
+        "--samples", type=positive_int, default=DEFAULT_SAMPLES, help=f"per case (default {DEFAULT_SAMPLES})"
+    )
+    ap.add_argument("--seed", type=nonnegative_int, default=0, help="root seed (default 0)")
+    ap.add_argument(
+        "--alpha", type=positive_float, default=DEFAULT_ALPHA, help=f"false-alarm rate (default {DEFAULT_ALPHA:g})"
+    )
     ap.add_argument("--draft", default=None, metavar="module:function", help="a custom drafter draft(q, n, rng)")
     ap.add_argument("--batched", action="store_true", help="verify is verify(p, q, drafts[B, n], rng) -> tokens[B]")
-    ap.add_argument("--real", type=int, default=0, help="add this many rows of the shipped dataset (V = 49,152)")
+    ap.add_argument(
+        "--real", type=nonnegative_int, default=0, help="add this many rows of the shipped dataset (V = 49,152)"
+    )
     ap.set_defaults(func=_audit)
 
 
 def _audit(args: argparse.Namespace) -> int:
     from .audit import audit
 
-    try:
-        verify = _load_callable(args.verify, "verify")
-        draft = _load_callable(args.draft, "--draft") if args.draft else None
-        res = audit(
-            verify,
-            args.scheme,
-            args.n,
-            draft=draft,
-            samples=args.samples,
-            rng=args.seed,
-            alpha=args.alpha,
-            batched=args.batched,
-            real=args.real,
-        )
-    except (ValueError, TypeError) as exc:  # AuditError included: one line naming the case
-        print(f"mdsd-fast audit: error: {exc}", file=sys.stderr)
-        return 2
+    # a ValueError or TypeError here (AuditError included: it names the case) is one line, exit 2
+    verify = _load_callable(args.verify, "verify")
+    draft = _load_callable(args.draft, "--draft") if args.draft else None
+    res = audit(
+        verify,
+        args.scheme,
+        args.n,
+        draft=draft,
+        samples=args.samples,
+        rng=args.seed,
+        alpha=args.alpha,
+        batched=args.batched,
+        real=args.real,
+    )
     print(f"mdsd_fast {__version__} audit of {args.verify} ({res.seconds:.1f} s)\n")
     print(res)
     return 0 if res.lossless else 1
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mdsd-fast", description=__doc__)
+def build_parser() -> Parser:
+    """The ``mdsd-fast`` parser with every subcommand."""
+    parser = Parser(
+        prog="mdsd-fast",
+        description="mdsd_fast: exact optimal acceptance (alpha*) for multi-draft speculative decoding, the "
+        "published verifiers, and the gap between them. `mdsd-fast report` is the main job.",
+        epilog="Exit codes: 0 done, 1 a check failed (audit: not lossless), 2 a user error (one line on "
+        "stderr; --debug shows the traceback), 3 an internal error (a bug: please report it).",
+    )
     parser.add_argument("--version", action="version", version=f"mdsd_fast {__version__}")
-    sub = parser.add_subparsers(dest="command")
-    demo = sub.add_parser("demo", help="print alpha* for every scheme on built-in examples")
-    demo.add_argument("--max-n", type=int, default=4, help="largest number of drafts (default 4)")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    sub = parser.add_subparsers(
+        dest="command", metavar="{report,demo,audit,extract,extract-trees}", parser_class=Parser
+    )
+    parents = [debug_parent()]
+    _add_report_parser(sub, parents)
+    demo = sub.add_parser("demo", parents=parents, help="print alpha* for every scheme on built-in examples")
+    demo.add_argument("--max-n", type=positive_int, default=4, help="largest number of drafts (default 4)")
     demo.set_defaults(func=_demo)
-    _add_report_parser(sub)
-    _add_audit_parser(sub)
+    _add_audit_parser(sub, parents)
     from .lm import add_extract_parser  # torch is imported only when `extract` runs
     from .lm_trees import add_extract_trees_parser
 
-    add_extract_parser(sub)
-    add_extract_trees_parser(sub)
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["report", *(argv or [])])
-    return int(args.func(args))
+    add_extract_parser(sub, parents)
+    add_extract_trees_parser(sub, parents)
+    parser.subcommands = dict(sub.choices)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``mdsd-fast``; returns the exit code (see ``mdsd-fast --help``)."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:  # name the subcommand whose options these are not
+        parser.subcommands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if args.command is None:  # bare `mdsd-fast`: what it can do, not a several-minute report
+        parser.print_help()
+        return 0
+    return run(args.func, args, f"mdsd-fast {args.command}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -27,8 +27,10 @@ Only NumPy is needed here; ``torch`` is never imported.
 from __future__ import annotations
 
 import json
+import lzma
 import os
 import zipfile
+import zlib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -676,7 +678,23 @@ class LMDataset:
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LMDataset:
         """Read a file written by :meth:`save` (NumPy only, no pickles). Values of the ``fixed``
-        and ``float32`` encodings are held as float32, ``float64`` as float64."""
+        and ``float32`` encodings are held as float32, ``float64`` as float64. A file that is not
+        such an archive, or a damaged one, is a ValueError naming the file."""
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: no such dataset file")
+        if not zipfile.is_zipfile(path):  # numpy would suggest allow_pickle=True for random bytes
+            raise ValueError(f"{path}: not a dataset file (expected an .npz archive in the {FORMAT} format)")
+        try:
+            return cls._load(path)
+        except (KeyError, EOFError, zipfile.BadZipFile, zlib.error, lzma.LZMAError) as exc:
+            raise ValueError(f"{path}: damaged dataset file ({type(exc).__name__}: {exc})") from None
+        except ValueError as exc:
+            if str(exc).startswith(str(path)):
+                raise
+            raise ValueError(f"{path}: damaged dataset file ({exc})") from None
+
+    @classmethod
+    def _load(cls, path: str | os.PathLike[str]) -> LMDataset:
         with np.load(path, allow_pickle=False) as z:
             fmt = str(z["format"]) if "format" in z.files else ""
             if fmt != FORMAT:

@@ -95,11 +95,17 @@ def load_prompts(path: str | os.PathLike[str] | None = None) -> list[Prompt]:
     path = DEFAULT_PROMPTS_FILE if path is None else Path(path)
     out = []
     with open(path, encoding="utf-8") as fh:
-        for line in fh:
+        for i, line in enumerate(fh, 1):
             line = line.strip()
             if line:
-                rec = json.loads(line)
-                out.append(Prompt(str(rec["id"]), str(rec["domain"]), str(rec["text"])))
+                try:
+                    rec = json.loads(line)
+                    out.append(Prompt(str(rec["id"]), str(rec["domain"]), str(rec["text"])))
+                except (ValueError, KeyError, TypeError) as exc:  # the file and line, not json's offset alone
+                    what = f"no field {exc}" if isinstance(exc, KeyError) else str(exc)
+                    raise ValueError(
+                        f"{path}: line {i}: expected a JSON object with id, domain, text ({what})"
+                    ) from None
     return out
 
 
@@ -573,30 +579,50 @@ def build_default_dataset(
 
 # ---------------------------------------------------------------------------------------------
 # command line
-def _parse_draft(spec: str, model: Any, tok: Any) -> tuple[str, Any]:
-    """``name=layerskip:13,20`` | ``name=model:PATH`` | ``name=ngram:ORDER:CORPUS.txt``."""
+_DRAFT_FORMS = "NAME=layerskip:I,J,... | NAME=model:PATH | NAME=ngram:ORDER:CORPUS.txt"
+
+
+def _split_draft(spec: str) -> tuple[str, str, Any]:
+    """(name, kind, argument) of a ``--draft`` spec, checked before any model is loaded."""
     name, _, rest = spec.partition("=")
     if not rest:
         name, rest = "", spec
     kind, _, arg = rest.partition(":")
+    try:
+        if kind == "layerskip":
+            return name, kind, [int(x) for x in arg.split(",") if x]
+        if kind == "model" and arg:
+            return name, kind, arg
+        if kind == "ngram":
+            order_s, _, corpus = arg.partition(":")
+            if not corpus or int(order_s) < 1:
+                raise ValueError(order_s)
+            if not os.path.isfile(corpus):
+                raise FileNotFoundError(f"--draft {spec}: no such corpus file {corpus!r}")
+            return name, kind, (int(order_s), corpus)
+    except ValueError:
+        pass
+    raise ValueError(f"--draft: expected {_DRAFT_FORMS}, got {spec!r}")
+
+
+def _parse_draft(spec: str, model: Any, tok: Any) -> tuple[str, Any]:
+    """``name=layerskip:13,20`` | ``name=model:PATH`` | ``name=ngram:ORDER:CORPUS.txt``."""
+    name, kind, arg = _split_draft(spec)
     if kind == "layerskip":
-        skip = [int(x) for x in arg.split(",") if x]
-        d: Any = LayerSkipDraft(model, skip, name or None)
+        d: Any = LayerSkipDraft(model, arg, name or None)
     elif kind == "model":
         m, _ = load_model(arg)
         d = ModelDraft(m, name or "model")
-    elif kind == "ngram":
-        order_s, _, corpus = arg.partition(":")
+    else:
+        order, corpus = arg
         d = ngram_draft_from_text(
             tok,
             Path(corpus).read_text(encoding="utf-8"),
             int(model.config.vocab_size),
-            int(order_s),
+            order,
             name=name or None,
             corpus=Path(corpus).name,
         )
-    else:
-        raise SystemExit(f"unknown draft kind {kind!r} in {spec!r}")
     return (name or d.name), d
 
 
@@ -607,7 +633,13 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         ds = build_default_dataset(out, threads=args.threads, progress=not args.quiet)
     else:
         if not args.target or not args.draft or not args.out:
-            raise SystemExit("extract: give --default-dataset, or --target, at least one --draft and --out")
+            raise ValueError("give --default-dataset, or --target, at least one --draft and --out")
+        for spec in args.draft:  # a typo fails now, not after the target model has loaded
+            _split_draft(spec)
+        if args.prompts is not None and not os.path.isfile(args.prompts):
+            raise FileNotFoundError(f"--prompts: no such file {args.prompts!r}")
+        if args.target != "smollm2" and not os.path.exists(args.target):
+            raise FileNotFoundError(f"--target: no such model directory or file {args.target!r}")
         torch = _torch()
         torch.set_num_threads(args.threads)
         if args.target == "smollm2":
@@ -640,10 +672,13 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_extract_parser(sub: Any) -> None:
+def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """Register the ``extract`` subcommand on an argparse subparsers object."""
+    from ._cliargs import nonnegative_int, positive_float, positive_int
+
     ap = sub.add_parser(
         "extract",
+        parents=list(parents),
         help="record target/draft next-token distributions from language models",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -662,12 +697,14 @@ def add_extract_parser(sub: Any) -> None:
         help="NAME=layerskip:I,J,... | NAME=model:PATH | NAME=ngram:ORDER:CORPUS.txt (repeatable)",
     )
     ap.add_argument("--prompts", help="JSON-lines prompts (id, domain, text); default: the shipped prompts")
-    ap.add_argument("--temperatures", type=float, nargs="+", default=list(DEFAULT_TEMPERATURES))
-    ap.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS)
-    ap.add_argument("--record-every", type=int, default=1, help="record every k-th generated position")
-    ap.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    ap.add_argument("--temperatures", type=positive_float, nargs="+", default=list(DEFAULT_TEMPERATURES))
+    ap.add_argument("--max-new-tokens", type=positive_int, default=DEFAULT_MAX_NEW_TOKENS)
+    ap.add_argument("--record-every", type=positive_int, default=1, help="record every k-th generated position")
+    ap.add_argument("--seed", type=nonnegative_int, default=DEFAULT_SEED)
     ap.add_argument("--no-chat-template", action="store_true")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1: fastest on small machines)")
+    ap.add_argument(
+        "--threads", type=positive_int, default=1, help="torch threads (default 1: fastest on small machines)"
+    )
     ap.add_argument("--out", help="output .npz file")
     ap.add_argument("--quiet", action="store_true", help="no progress bar")
     ap.set_defaults(func=_cmd_extract)

