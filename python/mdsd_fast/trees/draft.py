@@ -205,7 +205,10 @@ def _grow(oracle: Oracle, plan: _Plan, pick: _Pick, root_mult: int) -> list[tupl
             states.append((w, b, pending))
             continue
         n, sch = plan_i
-        options = pick(b.p[i], b.q[i], n, sch)
+        try:
+            options = pick(b.p[i], b.q[i], n, sch)
+        except ValueError as exc:
+            raise type(exc)(f"node at prefix {b.prefix[i]} ({sch!r}, n = {n}): {exc}") from None
         if len(states) + len(done) + len(options) > MAX_ENUMERATED:
             raise TooLargeError(f"the enumeration of drafted trees exceeds MAX_ENUMERATED = {MAX_ENUMERATED}")
         for k, (tup, pr) in enumerate(options):
