@@ -128,6 +128,45 @@ def test_value_recursion_matches_reach_and_profile() -> None:
         assert np.all(np.diff(v.profile) <= 1e-15) and v.tokens_per_call == v.accepted + 1
 
 
+@pytest.mark.parametrize(
+    "scheme, widths, names",
+    [
+        ("iid", [3, 2], ["sd", "rrs", "kseq", "optimal"]),
+        ("wor", [3, 2], ["rrs-wor", "sweep", "optimal"]),
+        ("greedy", [3, 2], ["greedy"]),
+        ("topk", [2, 2], ["topk"]),
+        ("top1+iid", [3, 2], ["rrs", "kseq", "optimal"]),
+        ("top2+wor", [3, 3], ["rrs-wor", "sweep", "optimal"]),
+        ("spechub", [2, 2], ["spechub"]),
+    ],
+)
+def test_cpp_recursion_matches_node_laws(scheme: str, widths: list[int], names: list[str]) -> None:
+    """The C++ recursion (value.hpp) against reach products of the per-node laws, in the test."""
+    for seed in range(3):
+        tree = T.draft_branching(toy(7, salt=seed), widths if scheme != "iid" or seed else [1, 1], scheme, rng=seed)
+        for name in names:
+            if name == "sd" and max(np.diff(tree.draw_ptr)) > 1:
+                continue
+            for naive in (False, True):
+                laws = T.node_laws(tree, name, naive_residual=naive)
+                reach = np.ones(tree.N)
+                for c in range(1, tree.N):
+                    reach[c] = reach[tree.parent[c]] * laws[tree.parent[c], tree.token[c]]
+                v = T.tree_value(tree, name, naive_residual=naive)
+                assert np.allclose(v.reach, reach, rtol=0, atol=1e-12), (name, naive)
+                assert v.accepted == pytest.approx(reach[1:].sum(), abs=1e-12)
+
+
+def test_tree_values_independent_of_threads() -> None:
+    oracle = toy(9, salt=13)
+    batch = [T.draft_branching(oracle, [3, 2, 2], "iid", rng=s) for s in range(7)]
+    one = T.tree_values(batch, "optimal", threads=1)
+    two = T.tree_values(batch, "optimal", threads=2)
+    assert [v.accepted for v in one] == [v.accepted for v in two]
+    assert all(np.array_equal(a.reach, b.reach) for a, b in zip(one, two, strict=True))
+    assert [v.accepted for v in one] == [T.tree_value(t, "optimal").accepted for t in batch]
+
+
 def test_sd_chain_closed_form() -> None:
     """Given the drafted chain x, sd accepts x_k with min(1, p/q) at each step, so
     L = sum_k prod_{j <= k} min(1, p_j(x_j) / q_j(x_j))."""

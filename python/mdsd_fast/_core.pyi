@@ -4,10 +4,11 @@
 mdsd_fast C++ core: dual kernels, draft-set enumeration, flow LP assembly.
 """
 from __future__ import annotations
+import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'engine_rejection_sample', 'engine_tree_sample', 'limits', 'verifier_table']
+__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'engine_rejection_sample', 'engine_tree_sample', 'limits', 'tree_values', 'verifier_table']
 class TooLargeError(ValueError):
     """
     The enumeration would exceed max_sets (a ValueError). The message gives the size needed.
@@ -138,6 +139,11 @@ def engine_tree_sample(candidates: typing.Annotated[numpy.typing.ArrayLike, nump
 def limits() -> dict:
     """
     The package's limits (cpp/include/mdsd/limits.hpp): name -> (value, what it limits).
+    """
+def tree_values(names: collections.abc.Sequence[str], schemes: collections.abc.Sequence[str], parent: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], token: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], draw_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], draw_child: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tree_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], budget: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> tuple:
+    """
+    Exact expected accepted length of each tree of a concatenated batch, and every node's reach
+    probability: (accepted (T,), reach (N,)). names[i] is node i's registry verifier, '' for p.
     """
 def verifier_table() -> list:
     """

@@ -31,6 +31,7 @@ from .value import (
     register_tree_value,
     simulated_value,
     tree_value,
+    tree_values,
     tree_verifiers,
 )
 from .verify import TreeVerdict, verify_tree
@@ -54,6 +55,7 @@ __all__ = [
     "DraftedValue",
     "node_laws",
     "tree_value",
+    "tree_values",
     "register_tree_value",
     "tree_verifiers",
     "expected_value",

@@ -16,8 +16,9 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validate import check_bool
-from ..verifiers import _prepare_rows, verifiers
+from .. import _core
+from .._validate import check_bool, check_threads
+from ..verifiers import _prepare_rows, _work_budget, verifiers
 from ._nodes import DETERMINISTIC, VerifierSpec, node_verifier
 from .tree import DraftTree
 
@@ -26,6 +27,7 @@ __all__ = [
     "DraftedValue",
     "node_laws",
     "tree_value",
+    "tree_values",
     "register_tree_value",
     "tree_verifiers",
     "expected_value",
@@ -119,18 +121,93 @@ def _value_from_laws(tree: DraftTree, laws: NDArray[np.float64]) -> TreeValue:
     L = np.zeros(tree.N)
     for c in kids[::-1]:  # L(i) = sum_c pi_i(token c) (1 + L(c)), children before parents
         L[tree.parent[c]] += accept[c - 1] * (1.0 + L[c])
+    return TreeValue(float(L[0]), _profile(tree, reach), reach)
+
+
+def _profile(tree: DraftTree, reach: NDArray[np.float64]) -> NDArray[np.float64]:
     depth = int(tree.depth.max())
-    profile = np.asarray(np.bincount(tree.depth, weights=reach, minlength=depth + 1)[1:], dtype=np.float64)
-    return TreeValue(float(L[0]), profile, reach)
+    return np.asarray(np.bincount(tree.depth, weights=reach, minlength=depth + 1)[1:], dtype=np.float64)
+
+
+def _node_names(tree: DraftTree, verifier: VerifierSpec) -> list[str]:
+    """Node i's registry verifier, or "" where the output law is p (leaves, "static" sets)."""
+    names = []
+    for i in range(tree.N):
+        sch, n = tree.scheme[i], int(tree.draw_ptr[i + 1] - tree.draw_ptr[i])
+        names.append(node_verifier(verifier, sch, n, i) if n and sch != DETERMINISTIC else "")
+    return names
+
+
+def tree_values(
+    trees: list[DraftTree],
+    verifier: VerifierSpec,
+    *,
+    naive_residual: bool = False,
+    threads: int | None = None,
+    work_budget: float | None = None,
+) -> list[TreeValue]:
+    """``tree_value`` of every tree, the trees split over threads in C++ (GIL released); results
+    do not depend on ``threads``. Trees with an "optimal-lp" node (one flow LP per node, solved
+    in Python) take the ``node_laws`` route."""
+    if isinstance(verifier, str) and verifier in _TREE_VALUES:
+        opts = dict(naive_residual=naive_residual, threads=threads, work_budget=work_budget)
+        return [_TREE_VALUES[verifier](t, **opts) for t in trees]
+    naive_residual = check_bool("naive_residual", naive_residual)
+    if not isinstance(trees, (list, tuple)) or not all(isinstance(t, DraftTree) for t in trees):
+        raise TypeError("trees: expected a list of DraftTree")
+    out: list[TreeValue | None] = [None] * len(trees)
+    batch: list[int] = []
+    names: list[str] = []
+    for k, t in enumerate(trees):
+        node_names = _node_names(t, verifier)
+        if "optimal-lp" in node_names:
+            laws = node_laws(t, verifier, naive_residual=naive_residual, threads=threads, work_budget=work_budget)
+            out[k] = _value_from_laws(t, laws)
+        else:
+            batch.append(k)
+            names.extend(node_names)
+    if batch:
+        sel = [trees[k] for k in batch]
+        if len({t.V for t in sel}) > 1:
+            raise ValueError("trees: every tree of a batch needs the same vocabulary size V")
+        sizes = np.array([t.N for t in sel])
+        tree_ptr = np.concatenate([[0], np.cumsum(sizes)])
+        draws = np.array([t.draw_child.shape[0] for t in sel])
+        draw_off = np.concatenate([[0], np.cumsum(draws)])
+        draw_ptr = np.concatenate([t.draw_ptr[:-1] + draw_off[j] for j, t in enumerate(sel)] + [draw_off[-1:]])
+        try:
+            accepted, reach = _core.tree_values(
+                names,
+                [s for t in sel for s in t.scheme],
+                np.concatenate([t.parent for t in sel]),
+                np.concatenate([t.token for t in sel]),
+                np.concatenate([t.p for t in sel]),
+                np.concatenate([t.q for t in sel]),
+                draw_ptr,
+                np.concatenate([t.draw_child for t in sel]),
+                tree_ptr,
+                _work_budget(work_budget),
+                check_threads(threads),
+                naive_residual,
+            )
+        except ValueError as exc:  # name the tree of the batch; the message names the node
+            raise type(exc)(f"trees: {exc}") from None
+        for j, k in enumerate(batch):
+            r = np.asarray(reach[tree_ptr[j] : tree_ptr[j + 1]], dtype=np.float64)
+            out[k] = TreeValue(float(accepted[j]), _profile(sel[j], r), r)
+    return [v for v in out if v is not None]
 
 
 def tree_value(tree: DraftTree, verifier: VerifierSpec, **options: Any) -> TreeValue:
     """Exact expected accepted length, per-depth profile and reach probabilities of one drafted
-    tree, for a registry verifier at every node (``options``: those of ``node_laws``) or a tree
-    verifier added with ``register_tree_value``."""
+    tree, for a registry verifier at every node (``options``: ``naive_residual``, ``threads``,
+    ``work_budget``) or a tree verifier added with ``register_tree_value``. The recursion runs in
+    C++ (cpp/include/mdsd/trees/value.hpp); ``node_laws`` gives the same laws row by row."""
     if isinstance(verifier, str) and verifier in _TREE_VALUES:
         return _TREE_VALUES[verifier](tree, **options)
-    return _value_from_laws(tree, node_laws(tree, verifier, **options))
+    if not isinstance(tree, DraftTree):
+        raise TypeError(f"tree: expected a DraftTree, got {type(tree).__name__}")
+    return tree_values([tree], verifier, **options)[0]
 
 
 def _profile_mean(profiles: list[NDArray[np.float64]], weights: NDArray[np.float64]) -> NDArray[np.float64]:
