@@ -354,6 +354,9 @@ def test_verifier_errors() -> None:
         T.draft_static(toy(3), [[0, 1]])
     with pytest.raises(mf.TooLargeError):
         T.enumerate_kseq(toy(5), 10, 1)
+    bad = T.DraftTree(**_chain(scheme=["topk", "", ""]))  # tokens 1, 2 are not the top 2 of a uniform q
+    with pytest.raises(ValueError, match="trees: tree 1: node 0: .*top n tokens"):
+        T.tree_values([tree, bad], {"iid": "rrs", "topk": "topk"})
     with pytest.raises(ValueError, match="name: expected a new"):
         T.register_tree_value("rrs", lambda tree: T.tree_value(tree, "rrs"))
 

@@ -1,8 +1,7 @@
-// Bindings for the exact values of drafted trees (cpp/include/mdsd/trees/). A batch of trees
-// arrives concatenated and validated from python/mdsd_fast/trees/value.py: node arrays of all
-// trees back to back (ids local to each tree), tree_ptr the node offset of each tree, draw_ptr
-// global offsets into draw_child. Trees split over threads without the GIL; each tree is computed
-// by the same sequential code whatever thread runs it.
+// Bindings for the exact values of drafted trees (cpp/include/mdsd/trees/). A batch arrives as a
+// list of validated trees from python/mdsd_fast/trees/value.py (their arrays are read in place, not
+// concatenated: p and q are N x V each), with each node's verifier name and scheme. Trees split
+// over threads without the GIL; each is computed by the same sequential code whatever thread runs it.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -28,22 +27,38 @@ struct Workspace {
     std::vector<int32_t> tuple;
 };
 
-py::tuple tree_values(const std::vector<std::string>& names, const std::vector<std::string>& schemes, const I64& parent,
-                      const I64& token, const F64& p, const F64& q, const I64& draw_ptr, const I64& draw_child,
-                      const I64& tree_ptr, double budget, int threads, bool naive) {
-    const int64_t N = parent.shape(0);
-    const int64_t T = tree_ptr.shape(0) - 1;
-    if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != N || q.shape(0) != N || p.shape(1) != q.shape(1))
-        throw std::invalid_argument("p, q: expected shape (N, V) each");
-    if (token.shape(0) != N || draw_ptr.shape(0) != N + 1 || static_cast<int64_t>(names.size()) != N ||
-        static_cast<int64_t>(schemes.size()) != N || T < 0)
-        throw std::invalid_argument("tree arrays: inconsistent lengths");
-    const int64_t* tp = tree_ptr.data();
-    const int64_t* dp = draw_ptr.data();
-    if (tp[0] != 0 || tp[T] != N || dp[0] != 0 || dp[N] != draw_child.shape(0))
-        throw std::invalid_argument("tree_ptr, draw_ptr: expected offsets from 0 to N and to len(draw_child)");
-    for (int64_t k = 0; k < T; ++k)
-        if (tp[k + 1] <= tp[k]) throw std::invalid_argument("tree_ptr: every tree needs a root");
+// One tree's arrays, cast (without a copy when they already are C-contiguous of the right dtype).
+struct TreeArrays {
+    I64 parent, token, draw_ptr, draw_child;
+    F64 p, q;
+};
+
+py::tuple tree_values(const std::vector<std::string>& names, const std::vector<std::string>& schemes,
+                      const py::list& trees, double budget, int threads, bool naive) {
+    const int64_t T = static_cast<int64_t>(trees.size());
+    std::vector<TreeArrays> arr(static_cast<std::size_t>(T));
+    std::vector<int64_t> offset(static_cast<std::size_t>(T + 1), 0);
+    for (int64_t k = 0; k < T; ++k) {
+        const py::tuple tup = py::cast<py::tuple>(trees[k]);
+        if (tup.size() != 6)
+            throw std::invalid_argument("trees: expected (parent, token, p, q, draw_ptr, draw_child) per tree");
+        TreeArrays& a = arr[k];
+        a.parent = py::cast<I64>(tup[0]);
+        a.token = py::cast<I64>(tup[1]);
+        a.p = py::cast<F64>(tup[2]);
+        a.q = py::cast<F64>(tup[3]);
+        a.draw_ptr = py::cast<I64>(tup[4]);
+        a.draw_child = py::cast<I64>(tup[5]);
+        const int64_t N = a.parent.shape(0);
+        if (N < 1 || a.token.shape(0) != N || a.p.ndim() != 2 || a.q.ndim() != 2 || a.p.shape(0) != N ||
+            a.q.shape(0) != N || a.p.shape(1) != a.q.shape(1) || a.draw_ptr.shape(0) != N + 1 ||
+            a.draw_ptr.data()[0] != 0 || a.draw_ptr.data()[N] != a.draw_child.shape(0))
+            throw std::invalid_argument("trees: tree " + std::to_string(k) + " has inconsistent array shapes");
+        offset[k + 1] = offset[k] + N;
+    }
+    const int64_t N = offset[T];
+    if (static_cast<int64_t>(names.size()) != N || static_cast<int64_t>(schemes.size()) != N)
+        throw std::invalid_argument("names, schemes: expected one entry per node of every tree");
     std::vector<t::NodeVerifier> nodes(static_cast<std::size_t>(N));
     for (int64_t i = 0; i < N; ++i) {
         if (names[i].empty()) continue;
@@ -52,25 +67,29 @@ py::tuple tree_values(const std::vector<std::string>& names, const std::vector<s
     }
     v::wor::Options wor_opt;
     wor_opt.work_budget = budget;
-    const int64_t V = p.shape(1);
     py::array_t<double> accepted(T), reach(N);
     double* acc = accepted.mutable_data();
     double* rch = reach.mutable_data();
     {
         py::gil_scoped_release nogil;
         mdsd::parallel_rows<Workspace>(T, threads, [&](int64_t k, Workspace& ws) {
-            const int64_t off = tp[k];
+            const TreeArrays& a = arr[k];
             t::TreeView view;
-            view.N = tp[k + 1] - off;
-            view.V = V;
-            view.parent = parent.data() + off;
-            view.token = token.data() + off;
-            view.p = p.data() + off * V;
-            view.q = q.data() + off * V;
-            view.draw_ptr = dp + off;
-            view.draw_child = draw_child.data();
-            view.check();
-            acc[k] = t::tree_value(view, nodes.data() + off, wor_opt, naive, rch + off, ws.law, ws.tuple);
+            view.N = a.parent.shape(0);
+            view.V = a.p.shape(1);
+            view.parent = a.parent.data();
+            view.token = a.token.data();
+            view.p = a.p.data();
+            view.q = a.q.data();
+            view.draw_ptr = a.draw_ptr.data();
+            view.draw_child = a.draw_child.data();
+            try {
+                view.check();
+                acc[k] =
+                    t::tree_value(view, nodes.data() + offset[k], wor_opt, naive, rch + offset[k], ws.law, ws.tuple);
+            } catch (const std::invalid_argument& exc) {
+                throw std::invalid_argument("tree " + std::to_string(k) + ": " + exc.what());
+            }
         });
     }
     return py::make_tuple(accepted, reach);
@@ -79,9 +98,9 @@ py::tuple tree_values(const std::vector<std::string>& names, const std::vector<s
 }  // namespace
 
 void register_trees(py::module_& m) {
-    m.def("tree_values", &tree_values, py::arg("names"), py::arg("schemes"), py::arg("parent"), py::arg("token"),
-          py::arg("p"), py::arg("q"), py::arg("draw_ptr"), py::arg("draw_child"), py::arg("tree_ptr"),
-          py::arg("budget"), py::arg("threads") = 0, py::arg("naive_residual") = false,
-          "Exact expected accepted length of each tree of a concatenated batch, and every node's reach\n"
-          "probability: (accepted (T,), reach (N,)). names[i] is node i's registry verifier, '' for p.");
+    m.def("tree_values", &tree_values, py::arg("names"), py::arg("schemes"), py::arg("trees"), py::arg("budget"),
+          py::arg("threads") = 0, py::arg("naive_residual") = false,
+          "Exact expected accepted length of each tree, (parent, token, p, q, draw_ptr, draw_child), and\n"
+          "every node's reach probability: (accepted (T,), reach (sum of N,)). names and schemes run over\n"
+          "the nodes of all trees in order; names[i] is the node's registry verifier, '' for p.");
 }

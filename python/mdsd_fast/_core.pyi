@@ -140,10 +140,11 @@ def limits() -> dict:
     """
     The package's limits (cpp/include/mdsd/limits.hpp): name -> (value, what it limits).
     """
-def tree_values(names: collections.abc.Sequence[str], schemes: collections.abc.Sequence[str], parent: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], token: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], draw_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], draw_child: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], tree_ptr: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], budget: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> tuple:
+def tree_values(names: collections.abc.Sequence[str], schemes: collections.abc.Sequence[str], trees: list, budget: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> tuple:
     """
-    Exact expected accepted length of each tree of a concatenated batch, and every node's reach
-    probability: (accepted (T,), reach (N,)). names[i] is node i's registry verifier, '' for p.
+    Exact expected accepted length of each tree, (parent, token, p, q, draw_ptr, draw_child), and
+    every node's reach probability: (accepted (T,), reach (sum of N,)). names and schemes run over
+    the nodes of all trees in order; names[i] is the node's registry verifier, '' for p.
     """
 def verifier_table() -> list:
     """

@@ -168,29 +168,17 @@ def tree_values(
             names.extend(node_names)
     if batch:
         sel = [trees[k] for k in batch]
-        if len({t.V for t in sel}) > 1:
-            raise ValueError("trees: every tree of a batch needs the same vocabulary size V")
-        sizes = np.array([t.N for t in sel])
-        tree_ptr = np.concatenate([[0], np.cumsum(sizes)])
-        draws = np.array([t.draw_child.shape[0] for t in sel])
-        draw_off = np.concatenate([[0], np.cumsum(draws)])
-        draw_ptr = np.concatenate([t.draw_ptr[:-1] + draw_off[j] for j, t in enumerate(sel)] + [draw_off[-1:]])
+        tree_ptr = np.concatenate([[0], np.cumsum([t.N for t in sel])])
         try:
             accepted, reach = _core.tree_values(
                 names,
                 [s for t in sel for s in t.scheme],
-                np.concatenate([t.parent for t in sel]),
-                np.concatenate([t.token for t in sel]),
-                np.concatenate([t.p for t in sel]),
-                np.concatenate([t.q for t in sel]),
-                draw_ptr,
-                np.concatenate([t.draw_child for t in sel]),
-                tree_ptr,
+                [(t.parent, t.token, t.p, t.q, t.draw_ptr, t.draw_child) for t in sel],
                 _work_budget(work_budget),
                 check_threads(threads),
                 naive_residual,
             )
-        except ValueError as exc:  # name the tree of the batch; the message names the node
+        except ValueError as exc:  # the message names the tree of the batch and the node
             raise type(exc)(f"trees: {exc}") from None
         for j, k in enumerate(batch):
             r = np.asarray(reach[tree_ptr[j] : tree_ptr[j + 1]], dtype=np.float64)

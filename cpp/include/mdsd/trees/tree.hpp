@@ -16,16 +16,17 @@ struct TreeView {
     const int64_t* token = nullptr;       // (N,)
     const double* p = nullptr;            // (N, V)
     const double* q = nullptr;            // (N, V)
-    const int64_t* draw_ptr = nullptr;    // (N + 1,), offsets into draw_child (a batch's trees share it)
-    const int64_t* draw_child = nullptr;  // child ids local to the tree
+    const int64_t* draw_ptr = nullptr;    // (N + 1,), offsets into draw_child from 0
+    const int64_t* draw_child = nullptr;  // (draw_ptr[N],) child ids
 
     int64_t draws(int64_t i) const { return draw_ptr[i + 1] - draw_ptr[i]; }
 
     void check() const {
         auto fail = [](int64_t i, const std::string& what) {
-            throw std::invalid_argument("tree: node " + std::to_string(i) + ": " + what);
+            throw std::invalid_argument("node " + std::to_string(i) + ": " + what);
         };
         if (N < 1 || parent[0] != -1) fail(0, "the root must exist and have parent -1");
+        if (draw_ptr[0] != 0) fail(0, "draw_ptr must start at 0");
         for (int64_t i = 1; i < N; ++i) {
             if (parent[i] < 0 || parent[i] >= i) fail(i, "parent must be an earlier node");
             if (token[i] < 0 || token[i] >= V) fail(i, "token outside [0, V)");

@@ -45,7 +45,7 @@ inline double tree_value(const TreeView& t, const NodeVerifier* nodes, const ver
                 std::fill(law.begin(), law.end(), 0.0);
                 row->law(tuple.data(), law.data(), naive);
             } catch (const std::invalid_argument& exc) {
-                throw std::invalid_argument("tree: node " + std::to_string(i) + ": " + exc.what());
+                throw std::invalid_argument("node " + std::to_string(i) + ": " + exc.what());
             }
             pi = law.data();
         }
