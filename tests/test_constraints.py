@@ -342,6 +342,9 @@ def test_every_public_entry_point_takes_logits() -> None:
     assert all(np.array_equal(x, y) for x, y in zip(a, b, strict=True))
     drafts = [int(np.argmax(q[0])), int(np.argsort(q[0])[-2])]
     assert mf.verify("rrs-wor", P1, Q1, drafts, rng=3) == mf.verify("rrs-wor", p[0], q[0], drafts, rng=3)
+    assert all(
+        np.array_equal(x, y) for x, y in zip(mf.acceptance_bounds(P, Q, 2), mf.acceptance_bounds(p, q, 2), strict=True)
+    )
     ra, rb = mf.route_report("sweep", P, Q, 2), mf.route_report("sweep", p, q, 2)
     assert np.array_equal(ra["alpha_plan"], rb["alpha_plan"])
     with pytest.raises(ValueError, match="p: expected shape"):

@@ -19,6 +19,8 @@ route_report(name, p, q, n, *, work_budget=None)
     what the without-replacement route of "optimal" / "sweep" did with each row (work, order, gap).
 limits
     the package's limits, one table shared with the C++ core.
+TopK(ids, values, vocab_size, logprobs=False), scipy.sparse rows
+    sparse and top-k inputs, accepted wherever p or q is (run on each row's union support).
 load_dataset(path=None)
     real next-token distributions (the shipped SmolLM2-135M dataset by default).
 Logits(values, temperature=1.0, top_k=None, top_p=None, min_p=None, d2t=None, ..., engine="vllm")
@@ -29,6 +31,9 @@ engines
     reference kernels in the engines' own tensor contracts, every uniform an argument:
     rejection_sample (vLLM V1), tree_speculative_sampling (SGLang's token trees, with SGLang's rule
     or any registry verifier at each node).
+acceptance_bounds(p, q, n, scheme="iid", *, verifier=None) -> (low, high)
+    rigorous bounds on alpha* (or a verifier's acceptance) from truncated top-k logs: the interval
+    holding every completion of the unseen mass (docs/intervals.md).
 audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=None) -> AuditResult
     a statistical audit of any verifier callable for losslessness (output law and acceptance
     tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
@@ -42,13 +47,15 @@ trees
 
 from __future__ import annotations
 
-from . import constraints, engines, limits, trees
+from . import constraints, engines, limits, sparse, trees
 from ._core import __version__ as _core_version
 from .audit import AuditResult, audit
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
 from .constraints import Logits
 from .data import LMDataset, from_arrays, load_dataset
 from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
+from .intervals import acceptance_bounds
+from .sparse import TopK
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,
@@ -86,6 +93,8 @@ __all__ = [
     "from_arrays",
     "Logits",
     "constraints",
+    "sparse",
+    "TopK",
     "engines",
     "trees",
     "rejection_sample",
@@ -93,4 +102,5 @@ __all__ = [
     "TreeVerification",
     "audit",
     "AuditResult",
+    "acceptance_bounds",
 ]

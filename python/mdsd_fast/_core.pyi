@@ -8,7 +8,7 @@ import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'engine_rejection_sample', 'engine_tree_sample', 'limits', 'tree_values', 'verifier_table']
+__all__: list[str] = ['csr_row_sums', 'law_direct', 'normalize_rows', 'verify_direct', 'FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'engine_rejection_sample', 'engine_tree_sample', 'limits', 'tree_values', 'verifier_table']
 class TooLargeError(ValueError):
     """
     The enumeration would exceed max_sets (a ValueError). The message gives the size needed.
@@ -83,7 +83,7 @@ class VerifierBatch:
         """
         Estimated work of the exact route per row (rrs-wor; 0 otherwise).
         """
-    def estimate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+    def estimate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, row_ids: typing.Any = None) -> tuple:
         """
         Acceptance estimated by simulation: (rate[B], standard error[B]).
         """
@@ -100,12 +100,12 @@ class VerifierBatch:
         """
         K-SEQ's rho* per row (0 for other verifiers).
         """
-    def simulate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> tuple:
+    def simulate(self, samples: typing.SupportsInt | typing.SupportsIndex, seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False, row_ids: typing.Any = None) -> tuple:
         """
         Draft and verify `samples` times per row: (tokens[B, s], accepted[B, s], drafts[B, s, n]).
         naive_residual=True resamples from p on rejection (a deliberately biased variant, for tests).
         """
-    def verify(self, drafts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+    def verify(self, drafts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, row_ids: typing.Any = None) -> tuple:
         """
         Verify given draft tuples, shape (m, n) with m = B (or any m when B = 1): (token[m], accepted[m]).
         """
@@ -160,3 +160,12 @@ class _TestingModule:
     def race_greedy(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, order: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], division: bool = True) -> tuple: ...
 _testing: _TestingModule
 __version__: str = '0.1.0'
+
+def verify_direct(name: str, p: typing.Any, q: typing.Any, drafts: typing.Any, seed: typing.SupportsInt, threads: typing.SupportsInt = 0, row_ids: typing.Any = None) -> tuple:
+    """Verify tuple i against row i of validated (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor')."""
+def law_direct(name: str, p: typing.Any, q: typing.Any, tuples: typing.Any) -> typing.Any:
+    """Exact output law of the direct route for each tuple (m, n) of one row: (m, V)."""
+def normalize_rows(x: typing.Any, tol: float, threads: typing.SupportsInt = 0) -> tuple:
+    """Validate and normalise (B, V) rows in one pass each: (out, status, row, value)."""
+def csr_row_sums(data: typing.Any, ptr: typing.Any) -> typing.Any:
+    """Row sums of CSR rows (positive values in ascending id order), as normalize_rows sums."""

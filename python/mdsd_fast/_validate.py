@@ -28,7 +28,7 @@ from typing import Any, Literal, TypeVar, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from . import limits
+from . import _core, limits
 
 SUM_TOL = 1e-4
 #: Largest vocabulary: token ids are int32 in the C++ core.
@@ -89,40 +89,42 @@ def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.floa
     return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def _sampled(x: Any) -> Any:
-    """A ``constraints.Logits`` becomes the distribution its engine samples from; anything else
-    passes through unchanged."""
-    from .constraints import Logits  # deferred: constraints imports this module
+def _sampled(name: str, x: Any) -> Any:
+    """A ``constraints.Logits`` becomes the distribution its engine samples from, a sparse or top-k
+    input (``mdsd_fast.sparse``) a dense array; anything else passes through unchanged."""
+    from .constraints import Logits  # deferred: constraints and sparse import this module
+    from .sparse import is_sparse, to_dense
 
-    return x.probabilities() if isinstance(x, Logits) else x
+    if isinstance(x, Logits):
+        return x.probabilities()
+    return to_dense(name, x) if is_sparse(x) else x
 
 
 def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDArray[np.float64]:
     """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D); ``x`` may be a
-    ``constraints.Logits`` (logits plus an engine's sampling settings)."""
-    arr = _as_float_array(name, _sampled(x), ndim)
+    ``constraints.Logits`` (logits plus an engine's sampling settings) or a sparse / top-k input
+    (densified here; the main entry points run those on their union support instead)."""
+    x2 = _sampled(name, x)
+    if ndim == (1,) and x2 is not x and getattr(x2, "ndim", 0) == 2 and x2.shape[0] == 1:
+        x2 = x2[0]  # a sparse (1, V) row where one row is expected
+    arr = _as_float_array(name, x2, ndim)
     rows = arr.reshape(-1, arr.shape[-1])
     if rows.shape[0] == 0:
         return arr.copy()
-    finite = np.isfinite(rows).all(axis=1)
-    if not finite.all():
-        r = int(np.argmin(finite))
+    # One C++ pass per row: finite, non-negative, the sum of the positive entries in ascending id
+    # order (the sum sparse rows share, mdsd_fast.sparse), then the division.
+    out, status, r, value = _core.normalize_rows(rows, SUM_TOL, 0)
+    if status == 1:
         raise ValueError(f"{name}: row {r} contains NaN or inf")
-    nonneg = (rows >= 0).all(axis=1)
-    if not nonneg.all():
-        r = int(np.argmin(nonneg))
+    if status == 2:
         raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
-    sums = rows.sum(axis=1)
-    bad = np.abs(sums - 1.0) > SUM_TOL
-    if bad.any():
-        r = int(np.argmax(bad))
-        if sums[r] <= 0:
+    if status == 3:
+        if value <= 0:
             raise ValueError(f"{name}: row {r} sums to 0; a distribution needs positive mass")
         raise ValueError(
-            f"{name}: row {r} sums to {sums[r]:.9g}, not within {SUM_TOL:g} of 1 "
+            f"{name}: row {r} sums to {value:.9g}, not within {SUM_TOL:g} of 1 "
             "(rows within the tolerance are renormalised; normalise the input yourself otherwise)"
         )
-    out = rows / sums[:, None]
     return np.ascontiguousarray(out.reshape(arr.shape))
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, overload
 
 import highspy
@@ -23,7 +23,6 @@ from ._validate import (
     SCHEMES,
     as_array,
     as_distribution,
-    as_pair,
     check_bool,
     check_n,
     check_scheme,
@@ -31,6 +30,7 @@ from ._validate import (
     check_threads,
     mixed_parts,
 )
+from .sparse import is_sparse, pair_rows, sparse_vocab, union_pair
 
 __all__ = ["optimal_acceptance", "solve_lp", "LPResult", "SolverError", "TooLargeError", "DEFAULT_MAX_SETS"]
 
@@ -182,6 +182,21 @@ def solve_lp(
     scheme = check_scheme(scheme, LP_SCHEMES)
     if not isinstance(solver, str) or solver not in ("highs", "flow"):
         raise ValueError(f"solver: expected 'highs' or 'flow', got {solver!r}")
+    if scheme not in ("independent", "explicit") and (is_sparse(p) or is_sparse(q)):
+        # Sparse input (mdsd_fast.sparse): solve on the union support, report vocabulary ids.
+        pc, qc, col, _ = union_pair(p, q)
+        if pc.shape[0] != 1:
+            raise ValueError(f"p, q: solve_lp takes one row, got {pc.shape[0]}")
+        res = solve_lp(pc[0], qc[0], n, scheme, max_sets=max_sets, time_limit=time_limit, solver=solver)
+        ids, V = col[0], sparse_vocab(p, q)
+        accepted = np.zeros(V)
+        accepted[ids[ids >= 0]] = res.accepted[ids >= 0]
+        return replace(
+            res,
+            certificate=ids[res.certificate],
+            set_tokens=ids[res.set_tokens].astype(np.int32),
+            accepted=accepted,
+        )
     p1 = as_distribution("p", p, ndim=(1,))
     V = p1.shape[0]
     if isinstance(max_sets, bool) or not isinstance(max_sets, (int, np.integer)) or max_sets < 1:
@@ -407,7 +422,7 @@ def optimal_acceptance(
             "wor_method: 'exact' covers n <= 3 random without-replacement drafts; use 'integral' or 'auto'"
         )
     nthreads = check_threads(threads)
-    p2, q2, batched = as_pair(p, q)
+    p2, q2, batched, col_ids = pair_rows(p, q)
     B = p2.shape[0]
     check_support("q", q2, n, scheme)
 
@@ -421,6 +436,8 @@ def optimal_acceptance(
         cert_out: Any = certs
     else:
         alphas, cert_out = _core.dual_batch(p2, q2, n, scheme, wor_method, return_certificate, nthreads)
+    if col_ids is not None and return_certificate:  # sparse input: columns back to vocabulary ids
+        cert_out = [col_ids[r][np.asarray(c, dtype=np.int64)] for r, c in enumerate(cert_out)]
     if not batched:
         a0 = float(alphas[0])
         return (a0, cert_out[0]) if return_certificate else a0

@@ -292,8 +292,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _add_report_parser(sub)
     _add_audit_parser(sub)
     from .lm import add_extract_parser  # torch is imported only when `extract` runs
+    from .lm_trees import add_extract_trees_parser
 
     add_extract_parser(sub)
+    add_extract_trees_parser(sub)
     args = parser.parse_args(argv)
     if args.command is None:
         args = parser.parse_args(["report", *(argv or [])])

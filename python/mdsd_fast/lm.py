@@ -112,11 +112,12 @@ def softmax_T(logits: Any, temperature: float) -> np.ndarray:
     return torch.softmax(x, dim=-1).numpy()
 
 
-def _forward_logits(model: Any, ids: Any) -> Any:
-    """Logits (L, V) of a causal LM on one sequence, without a cache."""
+def _forward_logits(model: Any, ids: Any, **kw: Any) -> Any:
+    """Logits (L, V) of a causal LM on one sequence, without a cache (``kw``: e.g. a tree
+    attention mask and position ids, see mdsd_fast.lm_trees)."""
     torch = _torch()
     with torch.no_grad():
-        out = model(input_ids=ids[None, :], use_cache=False)
+        out = model(input_ids=ids[None, :], use_cache=False, **kw)
     return out.logits[0]
 
 
@@ -150,8 +151,8 @@ class ModelDraft:
     def spec(self) -> dict[str, Any]:
         return {"kind": "model", "model": _model_name(self.model)}
 
-    def logits(self, ids: Any) -> Any:
-        return _forward_logits(self.model, ids)
+    def logits(self, ids: Any, **kw: Any) -> Any:
+        return _forward_logits(self.model, ids, **kw)
 
 
 class LayerSkipDraft:
@@ -182,7 +183,7 @@ class LayerSkipDraft:
             "num_layers": len(layers),
         }
 
-    def logits(self, ids: Any) -> Any:
+    def logits(self, ids: Any, **kw: Any) -> Any:
         torch = _torch()
         layers, path = _decoder_layers(self.model)
         parent = self.model
@@ -192,7 +193,7 @@ class LayerSkipDraft:
         kept = torch.nn.ModuleList([m for i, m in enumerate(layers) if i not in self.skip])
         parent._modules[last] = kept
         try:
-            return _forward_logits(self.model, ids)
+            return _forward_logits(self.model, ids, **kw)
         finally:
             parent._modules[last] = layers
 
@@ -370,6 +371,17 @@ def _prompt_ids(tokenizer: Any, prompt: Prompt, chat: bool) -> list[int]:
     return list(tokenizer(prompt.text)["input_ids"])
 
 
+def model_eos_ids(target: Any, tokenizer: Any) -> set[int]:
+    """End-of-sequence token ids of the tokenizer and the model's generation config."""
+    eos: set[int] = set()
+    if tokenizer is not None and tokenizer.eos_token_id is not None:
+        eos.add(int(tokenizer.eos_token_id))
+    gen_eos = getattr(getattr(target, "generation_config", None), "eos_token_id", None)
+    if gen_eos is not None:
+        eos.update([gen_eos] if isinstance(gen_eos, int) else list(gen_eos))
+    return eos
+
+
 def extract(
     target: Any,
     drafts: Mapping[str, Any],
@@ -426,12 +438,7 @@ def extract(
         if hasattr(target, "get_output_embeddings") and target.get_output_embeddings() is not None
         else int(target.config.vocab_size)
     )
-    eos: set[int] = set()
-    if tokenizer is not None and tokenizer.eos_token_id is not None:
-        eos.add(int(tokenizer.eos_token_id))
-    gen_eos = getattr(getattr(target, "generation_config", None), "eos_token_id", None)
-    if gen_eos is not None:
-        eos.update([gen_eos] if isinstance(gen_eos, int) else list(gen_eos))
+    eos = model_eos_ids(target, tokenizer)
     meta_info = {
         "target": _model_name(target),
         "temperatures": [float(t) for t in temperatures],

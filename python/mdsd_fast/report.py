@@ -272,7 +272,10 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         if ok.any():
             a[ok] = _core.dual_batch(p[ok], q[ok], n, s, "auto", False, check_threads(cfg.threads))[0]
         arrays[f"alpha/{s}/{n}"] = a
-    rng_seed = _unit_seed(cfg.seed, unit.key)
+    # Simulated estimates draw from streams keyed by (seed, data file, verifier, scheme, n) and each
+    # row's id in its file: a position gets the same estimate whatever group, chunk or order it is in.
+    rng_seed = _unit_seed(cfg.seed, digest)
+    row_ids = np.array([m["row"] for m in ds.meta], dtype=np.int64)
     for v, s, n in cfg.verifier_runs():
         name = cast(VerifierName, v)  # __post_init__ checked every verifier name
         kw: dict[str, Any] = {"threads": cfg.threads}
@@ -290,14 +293,22 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
                 exact = False
         if not exact:
             e, s_err = _acceptance_rows(
-                name, p, q, n, exact=False, samples=cfg.samples, rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"), **kw
+                name,
+                p,
+                q,
+                n,
+                exact=False,
+                samples=cfg.samples,
+                rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"),
+                row_ids=row_ids,
+                **kw,
             )
             est = np.asarray(e, dtype=np.float64).reshape(-1)
             se = np.asarray(s_err, dtype=np.float64).reshape(-1)
         arrays[f"verifier/{v}/{s}/{n}/value"] = est
         arrays[f"verifier/{v}/{s}/{n}/se"] = se
         arrays[f"verifier/{v}/{s}/{n}/exact"] = np.array(exact)
-    arrays["rows"] = np.array([m["row"] for m in ds.meta], dtype=np.int64)
+    arrays["rows"] = row_ids
     arrays["sum_min"] = np.minimum(p, q).sum(axis=1)
     meta = dict(
         unit=unit.__dict__,

@@ -54,6 +54,7 @@ from ._validate import (
 )
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 from .limits import WOR_WORK_BUDGET
+from .sparse import is_sparse, pair_rows, sparse_vocab
 
 __all__ = [
     "Verifier",
@@ -408,6 +409,20 @@ def _samples(samples: Any, *, minimum: int) -> int:
     return count
 
 
+def _row_ids(row_ids: Any, count: int) -> NDArray[np.int64] | None:
+    """Stable per-row stream keys: ``count`` distinct-or-not integers in [0, 2^31), or None."""
+    if row_ids is None:
+        return None
+    ids = as_array("row_ids", row_ids)
+    if ids.dtype == np.bool_ or ids.dtype.kind not in "iu":
+        raise TypeError(f"row_ids: expected integer ids, got dtype {ids.dtype}")
+    if ids.shape != (count,):
+        raise ValueError(f"row_ids: expected shape ({count},) (one id per row), got {ids.shape}")
+    if count and (ids.min() < 0 or ids.max() >= 2**31):
+        raise ValueError("row_ids: ids must be in [0, 2^31)")
+    return np.ascontiguousarray(ids, dtype=np.int64)
+
+
 def _work_budget(work_budget: Any) -> float:
     if work_budget is None:
         return WOR_WORK_BUDGET
@@ -429,6 +444,21 @@ def _prepare(
     work_budget: Any = None,
 ) -> tuple[Any, bool]:
     """Validate, broadcast (B, V), and prepare the C++ verifier for every row."""
+    batch, batched, _ = _prepare_ids(name, p, q, n, scheme, threads, work_budget)
+    return batch, batched
+
+
+def _prepare_ids(
+    name: Any,
+    p: ArrayLike,
+    q: ArrayLike,
+    n: Any,
+    scheme: str | None,
+    threads: Any,
+    work_budget: Any = None,
+) -> tuple[Any, bool, NDArray[np.int64] | None]:
+    """As :func:`_prepare`, plus the vocabulary id of each column for sparse input (mdsd_fast.sparse:
+    the rows run on their union support), None for dense input."""
     v = _lookup(name)
     sch = v.resolve_scheme(scheme)
     n = check_n(n)
@@ -436,8 +466,8 @@ def _prepare(
         raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
     if not v.n_min <= n <= v.n_max:
         raise ValueError(f"n: verifier {v.name!r} handles {v.n_min} <= n <= {v.n_max} drafts, got n = {n}")
-    p2, q2, batched = as_pair(p, q)
-    return _prepare_rows(v, sch, n, p2, q2, threads, work_budget), batched
+    p2, q2, batched, ids = pair_rows(p, q)
+    return _prepare_rows(v, sch, n, p2, q2, threads, work_budget), batched, ids
 
 
 def _prepare_rows(
@@ -471,6 +501,7 @@ def _acceptance_rows(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Any:
     """:func:`acceptance` on validated (B, V) arrays (``as_pair``'s output), for callers that
     evaluate many verifiers on the same rows (the gap report): arrays of shape (B,)."""
@@ -478,7 +509,8 @@ def _acceptance_rows(
     batch = _prepare_rows(v, v.resolve_scheme(scheme), check_n(n), p2, q2, threads, work_budget)
     if exact:
         return batch.exact(EXACT_BUDGET, _threads(threads))
-    return batch.estimate(_samples(samples, minimum=1), _seed(rng), _threads(threads))
+    ids = _row_ids(row_ids, batch.B)
+    return batch.estimate(_samples(samples, minimum=1), _seed(rng), _threads(threads), ids)
 
 
 def acceptance(
@@ -493,6 +525,7 @@ def acceptance(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Any:
     """Acceptance rate of a verifier: Pr[its output is one of the drafts].
 
@@ -515,6 +548,9 @@ def acceptance(
         ``WOR_WORK_BUDGET``; bench/README.md says what it is in seconds). When it runs out the
         best plan so far is kept ("sweep") or the row refused if it is not certified ("optimal").
         Results depend on it, never on the machine or the thread count.
+    row_ids : for ``exact=False``: a stable integer id per row (B,), in [0, 2^31). Row r's random
+        stream is keyed by (rng's seed, row_ids[r]) instead of its position r in the batch, so the
+        same row gives the same estimate in any batch, chunk or order.
 
     Returns
     -------
@@ -535,7 +571,7 @@ def acceptance(
     if exact:
         out = batch.exact(EXACT_BUDGET, _threads(threads))
         return out if batched else float(out[0])
-    rate, se = batch.estimate(samples, _seed(rng), _threads(threads))
+    rate, se = batch.estimate(samples, _seed(rng), _threads(threads), _row_ids(row_ids, batch.B))
     return (rate, se) if batched else (float(rate[0]), float(se[0]))
 
 
@@ -550,11 +586,12 @@ def simulate(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Simulation:
     """Draw drafts with the verifier's scheme and verify them, ``samples`` times per position.
 
     Drafting and verification both run in C++ (GIL released, blocks of samples split over
-    threads). Same arguments as :func:`acceptance` (``work_budget`` included).
+    threads). Same arguments as :func:`acceptance` (``work_budget`` and ``row_ids`` included).
 
     Returns
     -------
@@ -562,7 +599,7 @@ def simulate(
     each with a leading batch axis B for (B, V) input.
     """
     samples = _samples(samples, minimum=0)
-    batch, batched = _prepare(name, p, q, n, scheme, threads, work_budget)
+    batch, batched, col_ids = _prepare_ids(name, p, q, n, scheme, threads, work_budget)
     need = batch.B * samples * (17 + 8 * batch.n)
     if need > SIMULATE_BUDGET_BYTES:
         raise TooLargeError(
@@ -570,7 +607,12 @@ def simulate(
             f"above SIMULATE_BUDGET_BYTES = {SIMULATE_BUDGET_BYTES / 2**30:g} GiB; simulate in chunks, or use "
             "acceptance(..., exact=False), which keeps no per-sample output"
         )
-    tokens, accepted, drafts = batch.simulate(samples, _seed(rng), _threads(threads))
+    ids = _row_ids(row_ids, batch.B)
+    tokens, accepted, drafts = batch.simulate(samples, _seed(rng), _threads(threads), False, ids)
+    if col_ids is not None:  # sparse input: columns back to vocabulary ids
+        rows = np.arange(batch.B)
+        tokens = col_ids[rows[:, None], tokens]
+        drafts = col_ids[rows[:, None, None], drafts]
     if not batched:
         tokens, accepted, drafts = tokens[0], accepted[0], drafts[0]
     return Simulation(tokens, accepted, drafts)
@@ -586,6 +628,48 @@ def _drafts(drafts: ArrayLike) -> NDArray[Any]:
     return d
 
 
+#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct.hpp).
+_DIRECT = ("sd", "rrs", "rrs-wor")
+
+
+def _verify_direct(
+    name: Any, p: Any, q: Any, d: NDArray[Any], rng: Any, scheme: str | None, threads: Any, row_ids: Any
+) -> Any:
+    """The engine case, one tuple per row of dense (B, V) p, q, for "sd", "rrs", "rrs-wor": at most
+    n + 2 linear passes per row instead of a prepared plan. None where it does not apply."""
+    if not isinstance(name, str) or name not in _DIRECT or is_sparse(p) or is_sparse(q) or d.ndim != 2:
+        return None
+    v = _lookup(name)
+    if scheme is not None and v.resolve_scheme(scheme) != v.scheme:
+        return None
+    p2, q2, batched = as_pair(p, q)
+    if not batched or d.shape[0] != p2.shape[0]:
+        return None  # one pair, many tuples: the prepared plan serves them all
+    if d.size and (d.min() < 0 or d.max() >= p2.shape[1]):
+        bad = int(d[(d < 0) | (d >= p2.shape[1])].flat[0])
+        raise ValueError(f"drafts: token id {bad} outside [0, {p2.shape[1]})")
+    n = check_n(d.shape[1])
+    if v.fixed_n is not None and n != v.fixed_n:
+        raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
+    d64 = np.ascontiguousarray(d, dtype=np.int64)
+    ids = _row_ids(row_ids, d64.shape[0])
+    return _core.verify_direct(name, p2, q2, d64, _seed(rng), _threads(threads), ids)
+
+
+def _to_columns(d2: NDArray[np.int64], col_ids: NDArray[np.int64], rows: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Draft ids as columns of each row's union support; a draft outside it has q = 0."""
+    out = np.empty_like(d2)
+    for k in range(d2.shape[1]):
+        ids_r = col_ids[rows]
+        pos = np.argmax(ids_r == d2[:, k : k + 1], axis=1)
+        found = ids_r[np.arange(d2.shape[0]), pos] == d2[:, k]
+        if not found.all():
+            bad = int(d2[np.argmin(found), k])
+            raise ValueError(f"drafts: token {bad} has q = 0, so it cannot have been drafted from q")
+        out[:, k] = pos
+    return out
+
+
 def verify(
     name: VerifierName,
     p: ArrayLike,
@@ -596,6 +680,7 @@ def verify(
     scheme: str | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
 ) -> Any:
     """Verify draft tuples drawn by the caller: the output token and whether it is a draft.
 
@@ -607,14 +692,19 @@ def verify(
         [0, V), q > 0, distinct for "wor", containing the top n-1 of q for "greedy", the hub for
         "spechub"); otherwise ValueError.
     rng, scheme, threads, work_budget : as in :func:`acceptance`.
+    row_ids : a stable integer id per tuple (B,): tuple i's random stream is keyed by row_ids[i]
+        instead of its position i, so results do not depend on batching or order.
 
     Returns
     -------
     (token, accepted): (int, bool) for one tuple, arrays of shape (B,) otherwise.
     """
     d = _drafts(drafts)
-    batch, batched = _prepare(name, p, q, d.shape[-1], scheme, threads, work_budget)
-    V = batch.V
+    direct = _verify_direct(name, p, q, d, rng, scheme, threads, row_ids)
+    if direct is not None:
+        return direct
+    batch, batched, col_ids = _prepare_ids(name, p, q, d.shape[-1], scheme, threads, work_budget)
+    V = batch.V if col_ids is None else sparse_vocab(p, q)
     if d.size and (d.min() < 0 or d.max() >= V):
         bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
         raise ValueError(f"drafts: token id {bad} outside [0, {V})")
@@ -622,7 +712,12 @@ def verify(
     d2 = d if d.ndim == 2 else d[None, :]
     if batched and d2.shape[0] != batch.B:
         raise ValueError(f"drafts: expected {batch.B} tuples (one per row of p, q), got {d2.shape[0]}")
-    tokens, accepted = batch.verify(d2, _seed(rng), _threads(threads))
+    rows = np.arange(d2.shape[0]) if batch.B != 1 else np.zeros(d2.shape[0], dtype=np.int64)
+    if col_ids is not None:  # sparse input: vocabulary ids to the columns of each row's support
+        d2 = _to_columns(d2, col_ids, rows)
+    tokens, accepted = batch.verify(d2, _seed(rng), _threads(threads), _row_ids(row_ids, d2.shape[0]))
+    if col_ids is not None:
+        tokens = col_ids[rows, tokens]
     if d.ndim == 1 and not batched:
         return int(tokens[0]), bool(accepted[0])
     return tokens, accepted

@@ -1,17 +1,31 @@
-"""Draft trees (issue 19): one target call verifies a tree of drafts top down.
+"""Draft trees (issue 19): one target call verifies a tree of drafts.
 
 - ``DraftTree`` (tree.py): the arrays of the contract (docs/trees.md), engines' layouts.
 - drafting (draft.py): ``draft_kseq`` (K i.i.d. sequences), ``draft_branching`` (per-depth
   widths, any scheme), ``draft_static`` (EAGLE choice lists); ``enumerate_*`` for exact
   expectations on tiny cases.
 - ``verify_tree`` (verify.py): top-down verification with any registry verifier per node.
-- values (value.py): ``tree_value`` (exact expected accepted length and per-depth profile of one
-  drafted tree), ``expected_value`` (exact over drafting, by enumeration), ``simulated_value``
-  (over drafting, with a standard error).
+- values (value.py): ``tree_value`` / ``tree_values`` (exact expected accepted length and
+  per-depth profile of drafted trees), ``expected_value`` (exact over drafting, by enumeration),
+  ``simulated_value`` (over drafting, with a standard error).
+- block verification of chains, traversal verification of trees and the tree bound of per-node
+  verifiers, on the raw contract arrays (docs/trees_verification.md); real trees grown from
+  SmolLM2-135M (``load_trees``, docs/DATA.md).
 """
 
 from __future__ import annotations
 
+from .block import (
+    ChainValues,
+    block_acceptance_law,
+    block_expected_accepted,
+    block_output_law,
+    block_verify,
+    block_weights,
+    chain_values,
+)
+from .bound import TreeBound, bound_output_law, kseq_bound, per_node_ot_value, tree_bound
+from .data import TreeDataset, load_trees
 from .draft import (
     MAX_ENUMERATED,
     Oracle,
@@ -22,6 +36,7 @@ from .draft import (
     enumerate_kseq,
     tuple_law,
 )
+from .traversal import traversal_expected_accepted, traversal_output_law, traversal_verify
 from .tree import TREE_SCHEMES, DraftTree, choices_to_parent, q_ranks
 from .value import (
     DraftedValue,
@@ -60,4 +75,21 @@ __all__ = [
     "tree_verifiers",
     "expected_value",
     "simulated_value",
+    "ChainValues",
+    "TreeBound",
+    "TreeDataset",
+    "load_trees",
+    "bound_output_law",
+    "kseq_bound",
+    "per_node_ot_value",
+    "tree_bound",
+    "block_acceptance_law",
+    "block_expected_accepted",
+    "block_output_law",
+    "block_verify",
+    "block_weights",
+    "chain_values",
+    "traversal_expected_accepted",
+    "traversal_output_law",
+    "traversal_verify",
 ]

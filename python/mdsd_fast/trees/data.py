@@ -1,0 +1,310 @@
+"""Real draft trees (issue 19): the stored format, its writer and the loader (NumPy only).
+
+A file holds drafted trees in the contract of docs/trees_verification.md §1 (parent, token, p, q,
+draw_ptr, draw_child, scheme), grown from a real model by ``mdsd-fast extract-trees``
+(:mod:`mdsd_fast.lm_trees`, docs/DATA.md "Draft trees"). A 49k-token row per node is too large to
+ship, so each node keeps a sparse support: for p and for q, the most probable tokens up to
+``1 - mass_cut`` of the mass but at most ``kmax`` of them, their union, plus the node's drafted
+child tokens (a drafted token always has its q). p and q are stored on that union in the fixed-point
+encoding of :mod:`mdsd_fast.data` (L1 error <= 1e-6), and the mass left out is recorded per node
+(``p_trunc``, ``q_trunc``). :meth:`TreeDataset.tree` renormalises the stored rows, so a loaded row
+is the real row conditioned on the stored support: its L1 distance to the real row is at most
+2 x the recorded truncation (plus the encoding error).
+
+>>> ts = load_trees()                            # python/mdsd_fast/data/trees_smollm2.npz
+>>> t = ts.tree(0)                               # a validated trees._raw.RawTree (dense p, q)
+>>> ts.meta[0]["shape"], ts.meta[0]["draft"]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from ..data import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes
+from ._raw import RawTree, check_tree
+
+__all__ = ["TREES_FORMAT", "TreeDataset", "TreeDatasetBuilder", "default_trees_path", "load_trees", "sparse_support"]
+
+
+TREES_FORMAT = "mdsd_fast.lmtrees"
+TREES_FORMAT_VERSION = 1
+DEFAULT_TREES_FILE = "trees_smollm2.npz"
+#: per-tree metadata fields (TreeDataset.meta)
+TREE_FIELDS = ("prompt_id", "domain", "temperature", "position", "draft", "shape")
+
+
+def default_trees_path() -> Path:
+    """Path of the shipped tree sample inside the package."""
+    return Path(__file__).resolve().parent.parent / "data" / DEFAULT_TREES_FILE
+
+
+def sparse_support(row: NDArray[np.float64], mass_cut: float, kmax: int) -> NDArray[np.int64]:
+    """The most probable tokens of ``row`` until their mass reaches ``1 - mass_cut``, at most
+    ``kmax`` of them (ties broken by token id), as ascending ids."""
+    k = min(int(kmax), row.size)
+    top = np.argpartition(-row, k - 1)[:k] if k < row.size else np.arange(row.size)
+    top = top[np.lexsort((top, -row[top]))]
+    csum = np.cumsum(row[top])
+    n = int(np.searchsorted(csum, (1.0 - mass_cut) * row.sum())) + 1
+    return np.sort(top[: min(n, k)]).astype(np.int64)
+
+
+def keep_drafted_positive(
+    k: NDArray[np.uint64], exps: NDArray[np.int64], l1: NDArray[np.float64], offs: NDArray[np.int64],
+    drafted: NDArray[np.bool_],
+) -> None:  # fmt: skip
+    """In place: a drafted token whose q rounds to 0 in fixed point (a wor draw of q ~ 1e-9) is
+    stored as 1 unit, taken from the largest entry so the stored sum stays exact; ``l1`` grows by
+    the bound 2 units. A drafted token must keep q > 0, or the tree would contradict its draws."""
+    for g in np.unique(np.searchsorted(offs, np.flatnonzero(drafted & (k == 0)), side="right") - 1):
+        a, b = int(offs[g]), int(offs[g + 1])
+        zero = np.flatnonzero(drafted[a:b] & (k[a:b] == 0))
+        top = a + int(np.argmax(k[a:b]))
+        k[a + zero] = 1
+        k[top] -= np.uint64(zero.size)
+        l1[g] += 2.0 * zero.size * 2.0 ** -float(exps[g])
+
+
+@dataclass(frozen=True)
+class _Node:
+    support: NDArray[np.int64]
+    p: NDArray[np.float64]
+    q: NDArray[np.float64]
+
+
+class TreeDatasetBuilder:
+    """Accumulates trees (dense contract arrays) and writes the sparse file."""
+
+    def __init__(self, vocab_size: int, *, mass_cut: float, kmax: int, info: Mapping[str, Any] | None = None) -> None:
+        if not 0.0 <= mass_cut < 1.0:
+            raise ValueError(f"mass_cut must be in [0, 1), got {mass_cut}")
+        if kmax < 1:
+            raise ValueError(f"kmax must be >= 1, got {kmax}")
+        self.vocab_size, self.mass_cut, self.kmax = int(vocab_size), float(mass_cut), int(kmax)
+        self.info = dict(info or {}, mass_cut=self.mass_cut, kmax=self.kmax)
+        self._trees: list[tuple[RawTree, list[_Node], dict[str, Any], tuple[int, ...]]] = []
+
+    def __len__(self) -> int:
+        return len(self._trees)
+
+    def add(self, tree: RawTree, meta: Mapping[str, Any], context: Sequence[int]) -> None:
+        """Add a validated tree with its metadata (TREE_FIELDS) and the root's context token ids."""
+        missing = [f for f in TREE_FIELDS if f not in meta]
+        if missing:
+            raise ValueError(f"meta is missing {missing}")
+        if tree.p.shape[1] != self.vocab_size:
+            raise ValueError(f"tree has V = {tree.p.shape[1]}, the builder {self.vocab_size}")
+        nodes = []
+        for i in range(tree.parent.size):
+            s = np.union1d(
+                np.union1d(sparse_support(tree.p[i], self.mass_cut, self.kmax), tree.token[tree.draws(i)]),
+                sparse_support(tree.q[i], self.mass_cut, self.kmax),
+            ).astype(np.int64)
+            nodes.append(_Node(s, tree.p[i, s], tree.q[i, s]))
+        self._trees.append((tree, nodes, dict(meta), tuple(int(t) for t in context)))
+
+    def save(self, path: str | os.PathLike[str]) -> Path:
+        """Write the trees (LZMA-compressed .npy members, readable by ``numpy.load``)."""
+        names: dict[str, list[str]] = {"prompt_id": [], "draft": [], "shape": [], "scheme": []}
+
+        def index(kind: str, v: str) -> int:
+            lst = names[kind]
+            if v not in lst:
+                lst.append(v)
+            return lst.index(v)
+
+        domains: dict[str, str] = {}
+        cols: dict[str, list[Any]] = {k: [] for k in ("prompt", "draft", "shape", "temperature", "position")}
+        sizes, parent, token, scheme, ndraw, draw_child, ctx_len, ctx_ids = [], [], [], [], [], [], [], []
+        lens, ids, pv, qv = [], [], [], []
+        for tree, nodes, meta, context in self._trees:
+            cols["prompt"].append(index("prompt_id", str(meta["prompt_id"])))
+            domains[str(meta["prompt_id"])] = str(meta["domain"])
+            cols["draft"].append(index("draft", str(meta["draft"])))
+            cols["shape"].append(index("shape", str(meta["shape"])))
+            cols["temperature"].append(float(meta["temperature"]))
+            cols["position"].append(int(meta["position"]))
+            sizes.append(tree.parent.size)
+            parent.append(tree.parent)
+            token.append(tree.token)
+            scheme.append([index("scheme", s) for s in tree.scheme])
+            ndraw.append(np.diff(tree.draw_ptr))
+            draw_child.append(tree.draw_child)
+            ctx_len.append(len(context))
+            ctx_ids.append(np.asarray(context, dtype=np.int64))
+            for nd in nodes:
+                lens.append(nd.support.size)
+                ids.append(nd.support)
+                pv.append(nd.p)
+                qv.append(nd.q)
+        offs = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        gaps = np.concatenate(ids) if ids else np.zeros(0, np.int64)
+        gaps[1:] = gaps[1:] - gaps[:-1]
+        gaps[offs[:-1][np.asarray(lens) > 0]] = np.concatenate([s[:1] for s in ids]) if ids else gaps[:0]
+        arrays: dict[str, Any] = {
+            "format": np.array(TREES_FORMAT),
+            "format_version": np.array(TREES_FORMAT_VERSION, dtype=np.int64),
+            "vocab_size": np.array(self.vocab_size, dtype=np.int64),
+            "info": np.array(json.dumps(self.info, sort_keys=True)),
+            "tree_size": np.asarray(sizes, np.int32),
+            "tree_prompt": np.asarray(cols["prompt"], np.int32),
+            "tree_draft": np.asarray(cols["draft"], np.int16),
+            "tree_shape": np.asarray(cols["shape"], np.int16),
+            "tree_temperature": np.asarray(cols["temperature"], np.float64),
+            "tree_position": np.asarray(cols["position"], np.int32),
+            "ctx_lengths": np.asarray(ctx_len, np.int32),
+            "ctx_ids": np.concatenate(ctx_ids).astype(np.int32),
+            "prompt_ids": np.array(names["prompt_id"]),
+            "prompt_domains": np.array([domains[p] for p in names["prompt_id"]]),
+            "draft_names": np.array(names["draft"]),
+            "shape_names": np.array(names["shape"]),
+            "scheme_names": np.array(names["scheme"]),
+            "parent": np.concatenate(parent).astype(np.int16),
+            "token": np.concatenate(token).astype(np.int32),
+            "scheme": np.concatenate(scheme).astype(np.int8),
+            "draw_count": np.concatenate(ndraw).astype(np.int16),
+            "draw_child": np.concatenate(draw_child).astype(np.int16),
+            "node_lengths": np.asarray(lens, np.int32),
+            "token_gaps": gaps.astype(np.uint16),
+        }
+        drafted = np.concatenate([np.isin(nd.support, tree.token[tree.draws(i)])
+                                  for tree, nodes, _, _ in self._trees for i, nd in enumerate(nodes)])  # fmt: skip
+        for key, vals in (("p", pv), ("q", qv)):
+            v = np.concatenate(vals)
+            exps, k, l1 = _fixed_encode(v, offs, MAX_QUANT_L1)
+            if key == "q":
+                keep_drafted_positive(k, exps, l1, offs, drafted)
+            arrays[f"{key}_exp"] = exps.astype(np.int8)
+            arrays[f"{key}_planes"] = _to_planes(k)
+            arrays[f"{key}_trunc"] = np.maximum(1.0 - np.add.reduceat(v, offs[:-1]), 0.0)
+            arrays[f"{key}_quant"] = l1
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(path.name + ".tmp")
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_LZMA) as zf:
+            for name, arr in arrays.items():
+                with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                    np.lib.format.write_array(fh, np.asarray(arr), allow_pickle=False)
+        os.replace(tmp, path)
+        return path
+
+
+class TreeDataset:
+    """Trees read from a file written by :class:`TreeDatasetBuilder` (see the module docstring)."""
+
+    def __init__(self, z: Mapping[str, NDArray[Any]]) -> None:
+        self.vocab_size = int(z["vocab_size"])
+        self.info: dict[str, Any] = json.loads(str(z["info"]))
+        sizes = z["tree_size"].astype(np.int64)
+        self._node_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self._ctx_off = np.concatenate([[0], np.cumsum(z["ctx_lengths"].astype(np.int64))])
+        self._ctx_ids = z["ctx_ids"].astype(np.int64)
+        self._parent = z["parent"].astype(np.int64)
+        self._token = z["token"].astype(np.int64)
+        self._scheme = z["scheme"].astype(np.int64)
+        self._scheme_names = [str(s) for s in z["scheme_names"].tolist()]
+        self._draw_off = np.concatenate([[0], np.cumsum(z["draw_count"].astype(np.int64))])
+        self._draw_child = z["draw_child"].astype(np.int64)
+        lens = z["node_lengths"].astype(np.int64)
+        self._sup_off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
+        cs = np.cumsum(z["token_gaps"].astype(np.int64))
+        self._support = cs - np.repeat(np.concatenate([[0], cs])[self._sup_off[:-1]], lens)
+        self._p = _fixed_decode(z["p_planes"], z["p_exp"].astype(np.int64), self._sup_off).astype(np.float64)
+        self._q = _fixed_decode(z["q_planes"], z["q_exp"].astype(np.int64), self._sup_off).astype(np.float64)
+        self.p_truncation: NDArray[np.float64] = z["p_trunc"].astype(np.float64)
+        self.q_truncation: NDArray[np.float64] = z["q_trunc"].astype(np.float64)
+        self.p_quant: NDArray[np.float64] = z["p_quant"].astype(np.float64)
+        self.q_quant: NDArray[np.float64] = z["q_quant"].astype(np.float64)
+        prompts = z["prompt_ids"].tolist()
+        dom = z["prompt_domains"].tolist()
+        drafts, shapes = z["draft_names"].tolist(), z["shape_names"].tolist()
+        self.meta: list[dict[str, Any]] = [
+            {
+                "tree": t,
+                "prompt_id": str(prompts[int(z["tree_prompt"][t])]),
+                "domain": str(dom[int(z["tree_prompt"][t])]),
+                "temperature": float(z["tree_temperature"][t]),
+                "position": int(z["tree_position"][t]),
+                "draft": str(drafts[int(z["tree_draft"][t])]),
+                "shape": str(shapes[int(z["tree_shape"][t])]),
+                "nodes": int(sizes[t]),
+            }
+            for t in range(sizes.size)
+        ]
+
+    def __len__(self) -> int:
+        return len(self.meta)
+
+    def __repr__(self) -> str:
+        return f"<TreeDataset: {len(self)} trees, {int(self._node_off[-1])} nodes, V = {self.vocab_size}>"
+
+    def _nodes(self, t: int) -> range:
+        if not 0 <= t < len(self):
+            raise IndexError(f"tree index {t} out of range for {len(self)} trees")
+        return range(int(self._node_off[t]), int(self._node_off[t + 1]))
+
+    def context(self, t: int) -> list[int]:
+        """Token ids of tree ``t``'s root context (prompt in the chat template + generated tokens)."""
+        self._nodes(t)
+        return [int(x) for x in self._ctx_ids[self._ctx_off[t] : self._ctx_off[t + 1]]]
+
+    def truncation(self, t: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Mass left out of each node's stored p and q rows (N,), N = nodes of tree ``t``."""
+        r = self._nodes(t)
+        return self.p_truncation[r.start : r.stop], self.q_truncation[r.start : r.stop]
+
+    def sparse_rows(self, t: int) -> list[tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]]:
+        """Per node of tree ``t``: (support token ids, stored p, stored q), not renormalised."""
+        out = []
+        for g in self._nodes(t):
+            a, b = int(self._sup_off[g]), int(self._sup_off[g + 1])
+            out.append((self._support[a:b], self._p[a:b], self._q[a:b]))
+        return out
+
+    def tree(self, t: int) -> RawTree:
+        """Tree ``t`` as validated contract arrays; dense p and q rows renormalised over the support."""
+        r = self._nodes(t)
+        n = len(r)
+        p = np.zeros((n, self.vocab_size))
+        q = np.zeros((n, self.vocab_size))
+        for i, (s, pv, qv) in enumerate(self.sparse_rows(t)):
+            p[i, s] = pv / pv.sum()
+            q[i, s] = qv / qv.sum()
+        d0, d1 = int(self._draw_off[r.start]), int(self._draw_off[r.stop])
+        return check_tree(
+            self._parent[r.start : r.stop],
+            self._token[r.start : r.stop],
+            p,
+            q,
+            self._draw_off[r.start : r.stop + 1] - d0,
+            self._draw_child[d0:d1],
+            [self._scheme_names[int(s)] for s in self._scheme[r.start : r.stop]],
+        )
+
+    def select(self, **fields: Any) -> list[int]:
+        """Indices of the trees whose metadata equal every given field (e.g. shape="b2x4")."""
+        bad = [k for k in fields if k not in TREE_FIELDS]
+        if bad:
+            raise ValueError(f"unknown field(s) {bad}; choose from {TREE_FIELDS}")
+        return [m["tree"] for m in self.meta if all(m[k] == v for k, v in fields.items())]
+
+
+def load_trees(path: str | os.PathLike[str] | None = None) -> TreeDataset:
+    """Read a tree file (default: the shipped SmolLM2 sample). NumPy only; no pickles."""
+    path = default_trees_path() if path is None else Path(path)
+    with np.load(path, allow_pickle=False) as z:
+        fmt = str(z["format"]) if "format" in z.files else ""
+        if fmt != TREES_FORMAT:
+            raise ValueError(f"{path}: not a {TREES_FORMAT} file (format field {fmt!r})")
+        if int(z["format_version"]) > TREES_FORMAT_VERSION:
+            raise ValueError(f"{path}: format version {int(z['format_version'])} is newer than this mdsd_fast")
+        return TreeDataset({k: z[k] for k in z.files})
