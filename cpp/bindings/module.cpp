@@ -12,6 +12,7 @@ void register_verifiers(py::module_& m);
 void register_testing(py::module_& m);
 void register_engines(py::module_& m);
 void register_validate(py::module_& m);
+void register_trees(py::module_& m);
 
 namespace {
 
@@ -45,6 +46,7 @@ PYBIND11_MODULE(_core, m) {
     register_testing(m);
     register_engines(m);
     register_validate(m);
+    register_trees(m);
     m.def(
         "limits",
         [] {

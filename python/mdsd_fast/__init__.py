@@ -38,11 +38,16 @@ audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=No
     a statistical audit of any verifier callable for losslessness (output law and acceptance
     tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
     registry verifier in the callable's contract.
+trees
+    draft trees for one target call (docs/trees.md): ``DraftTree`` (parent / token / draw arrays,
+    SGLang and EAGLE layouts), drafting (K i.i.d. sequences, per-depth branching, static choice
+    lists), top-down ``verify_tree``, and ``tree_value``: the exact expected accepted length and
+    per-depth profile of a drafted tree for every registry verifier.
 """
 
 from __future__ import annotations
 
-from . import constraints, engines, limits, sparse
+from . import constraints, engines, limits, sparse, trees
 from ._core import __version__ as _core_version
 from .audit import AuditResult, audit
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
@@ -91,6 +96,7 @@ __all__ = [
     "sparse",
     "TopK",
     "engines",
+    "trees",
     "rejection_sample",
     "tree_speculative_sampling",
     "TreeVerification",

@@ -4,10 +4,11 @@
 mdsd_fast C++ core: dual kernels, draft-set enumeration, flow LP assembly.
 """
 from __future__ import annotations
+import collections.abc
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['csr_row_sums', 'law_direct', 'normalize_rows', 'verify_direct', 'FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'engine_rejection_sample', 'engine_tree_sample', 'limits', 'verifier_table']
+__all__: list[str] = ['csr_row_sums', 'law_direct', 'normalize_rows', 'verify_direct', 'FlowModel', 'TooLargeError', 'VerifierBatch', 'dual_batch', 'engine_rejection_sample', 'engine_tree_sample', 'limits', 'tree_values', 'verifier_table']
 class TooLargeError(ValueError):
     """
     The enumeration would exceed max_sets (a ValueError). The message gives the size needed.
@@ -138,6 +139,12 @@ def engine_tree_sample(candidates: typing.Annotated[numpy.typing.ArrayLike, nump
 def limits() -> dict:
     """
     The package's limits (cpp/include/mdsd/limits.hpp): name -> (value, what it limits).
+    """
+def tree_values(names: collections.abc.Sequence[str], schemes: collections.abc.Sequence[str], trees: list, budget: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, naive_residual: bool = False) -> tuple:
+    """
+    Exact expected accepted length of each tree, (parent, token, p, q, draw_ptr, draw_child), and
+    every node's reach probability: (accepted (T,), reach (sum of N,)). names and schemes run over
+    the nodes of all trees in order; names[i] is the node's registry verifier, '' for p.
     """
 def verifier_table() -> list:
     """

@@ -1,6 +1,17 @@
-"""Draft trees (issue 19): block verification of chains, traversal verification of trees and the
-tree bound of per-node verifiers, on the raw contract arrays (docs/trees_verification.md); real
-trees grown from SmolLM2-135M (``load_trees``, docs/DATA.md)."""
+"""Draft trees (issue 19): one target call verifies a tree of drafts.
+
+- ``DraftTree`` (tree.py): the arrays of the contract (docs/trees.md), engines' layouts.
+- drafting (draft.py): ``draft_kseq`` (K i.i.d. sequences), ``draft_branching`` (per-depth
+  widths, any scheme), ``draft_static`` (EAGLE choice lists); ``enumerate_*`` for exact
+  expectations on tiny cases.
+- ``verify_tree`` (verify.py): top-down verification with any registry verifier per node.
+- values (value.py): ``tree_value`` / ``tree_values`` (exact expected accepted length and
+  per-depth profile of drafted trees), ``expected_value`` (exact over drafting, by enumeration),
+  ``simulated_value`` (over drafting, with a standard error).
+- block verification of chains, traversal verification of trees and the tree bound of per-node
+  verifiers, on the raw contract arrays (docs/trees_verification.md); real trees grown from
+  SmolLM2-135M (``load_trees``, docs/DATA.md).
+"""
 
 from __future__ import annotations
 
@@ -15,9 +26,55 @@ from .block import (
 )
 from .bound import TreeBound, bound_output_law, kseq_bound, per_node_ot_value, tree_bound
 from .data import TreeDataset, load_trees
+from .draft import (
+    MAX_ENUMERATED,
+    Oracle,
+    draft_branching,
+    draft_kseq,
+    draft_static,
+    enumerate_branching,
+    enumerate_kseq,
+    tuple_law,
+)
 from .traversal import traversal_expected_accepted, traversal_output_law, traversal_verify
+from .tree import TREE_SCHEMES, DraftTree, choices_to_parent, q_ranks
+from .value import (
+    DraftedValue,
+    TreeValue,
+    expected_value,
+    node_laws,
+    register_tree_value,
+    simulated_value,
+    tree_value,
+    tree_values,
+    tree_verifiers,
+)
+from .verify import TreeVerdict, verify_tree
 
 __all__ = [
+    "DraftTree",
+    "TREE_SCHEMES",
+    "choices_to_parent",
+    "q_ranks",
+    "Oracle",
+    "MAX_ENUMERATED",
+    "tuple_law",
+    "draft_kseq",
+    "draft_branching",
+    "draft_static",
+    "enumerate_kseq",
+    "enumerate_branching",
+    "TreeVerdict",
+    "verify_tree",
+    "TreeValue",
+    "DraftedValue",
+    "node_laws",
+    "tree_value",
+    "tree_values",
+    "register_tree_value",
+    "tree_verifiers",
+    "expected_value",
+    "simulated_value",
     "ChainValues",
     "TreeBound",
     "TreeDataset",
