@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import mdsd_fast
 import mdsd_fast.cli as cli
 from mdsd_fast import from_arrays
 from mdsd_fast.cli import main
@@ -215,7 +216,10 @@ def test_bare_command_prints_help(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def _subprocess(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT / "python"), os.environ.get("PYTHONPATH", "")]))
+    # The package this test imported (installed, or a source tree on PYTHONPATH with its built _core),
+    # not the checkout's python/ directory, which has no compiled extension in a clean clone.
+    here = str(Path(mdsd_fast.__file__).resolve().parent.parent)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([here, os.environ.get("PYTHONPATH", "")]))
     return subprocess.run(
         [sys.executable, "-m", "mdsd_fast", *args], capture_output=True, text=True, timeout=120, cwd=cwd, env=env
     )
