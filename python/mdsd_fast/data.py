@@ -120,6 +120,19 @@ def _match(values: NDArray[Any], wanted: Any, *, numeric: bool = False) -> NDArr
     return mask
 
 
+def write_npz(path: str | os.PathLike[str], arrays: dict[str, Any]) -> Path:
+    """Write ``arrays`` as an LZMA-compressed .npz (no pickles), atomically: a .tmp file, then a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_LZMA) as zf:
+        for name, arr in arrays.items():
+            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                np.lib.format.write_array(fh, np.asarray(arr), allow_pickle=False)
+    os.replace(tmp, path)
+    return path
+
+
 @dataclass(frozen=True)
 class DenseChunk:
     """A block of consecutive rows as dense ``(b, V)`` arrays."""
@@ -665,15 +678,7 @@ class LMDataset:
                     )
         arrays["p_quant"] = p_quant
         arrays["q_quant"] = q_quant
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_LZMA) as zf:
-            for name, arr in arrays.items():
-                with zf.open(name + ".npy", "w", force_zip64=True) as fh:
-                    np.lib.format.write_array(fh, np.asarray(arr), allow_pickle=False)
-        os.replace(tmp, path)
-        return path
+        return write_npz(path, arrays)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> LMDataset:

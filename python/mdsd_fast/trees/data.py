@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import zipfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes
+from ..data import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes, write_npz
 from ._raw import RawTree, check_tree
 
 __all__ = ["TREES_FORMAT", "TreeDataset", "TreeDatasetBuilder", "default_trees_path", "load_trees", "sparse_support"]
@@ -187,15 +186,7 @@ class TreeDatasetBuilder:
             arrays[f"{key}_planes"] = _to_planes(k)
             arrays[f"{key}_trunc"] = np.maximum(1.0 - np.add.reduceat(v, offs[:-1]), 0.0)
             arrays[f"{key}_quant"] = l1
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_LZMA) as zf:
-            for name, arr in arrays.items():
-                with zf.open(name + ".npy", "w", force_zip64=True) as fh:
-                    np.lib.format.write_array(fh, np.asarray(arr), allow_pickle=False)
-        os.replace(tmp, path)
-        return path
+        return write_npz(path, arrays)
 
 
 class TreeDataset:
