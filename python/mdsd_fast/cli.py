@@ -24,6 +24,7 @@ from ._cliargs import (
 )
 from ._validate import Scheme
 from .bound import optimal_acceptance, solve_lp
+from .data import SHIPPED_MODELS, default_dataset_path
 from .limits import REPORT_MAX_N
 from .report import DEFAULT_VERIFIERS
 
@@ -103,6 +104,12 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         default=None,
         help="your own (B, V) target and draft arrays instead of a dataset",
     )
+    src.add_argument(
+        "--model",
+        choices=tuple(SHIPPED_MODELS),
+        default=None,
+        help="the shipped data of this model (default smollm2-135m; gemma3-270m: a sparse sample, V = 262,144)",
+    )
     rp.add_argument(
         "--schemes",
         type=csv_of(str),
@@ -136,6 +143,11 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         "operations (default: mdsd_fast.WOR_WORK_BUDGET); a larger budget certifies more positions, slower",
     )
     rp.add_argument("--seed", type=nonnegative_int, default=0)
+    rp.add_argument(
+        "--bounds",
+        action="store_true",
+        help="on a cut sample (--model gemma3-270m): intervals containing alpha* of the uncut rows (slow)",
+    )
     rp.add_argument("--gamma", type=positive_int, default=4, help="drafted positions per target call (default 4)")
     rp.add_argument(
         "--resume",
@@ -209,6 +221,7 @@ def _report(args: argparse.Namespace) -> int:
             exact=not args.simulate,
             samples=args.samples,
             wor_work_budget=args.wor_budget,
+            bounds=args.bounds,
             seed=args.seed,
             gamma=args.gamma,
             threads=1 if (args.workers > 1 or args.scheduler) else None,
@@ -224,7 +237,7 @@ def _report(args: argparse.Namespace) -> int:
     base = next(d for d in (out, *out.parents) if d.exists())  # checked now, not after the first group
     if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
         raise ValueError(f"--out {args.out}: cannot create or write it ({base} is not a writable directory)")
-    dataset: Any = args.dataset
+    dataset: Any = args.dataset if args.model is None else default_dataset_path(args.model)
     if args.arrays:
         dataset = (_load_npy(args.arrays[0]), _load_npy(args.arrays[1]))
     t0 = time.perf_counter()

@@ -463,7 +463,8 @@ def extract(
         "max_new_tokens": int(max_new_tokens),
         "record_every": int(record_every),
         "seed": int(seed),
-        "chat_template": bool(chat_template),
+        # whether the prompts went through a chat template (a base model such as Gemma-3-270M has none)
+        "chat_template": bool(chat_template and getattr(tokenizer, "chat_template", None)),
         "tau": float(tau),
         "torch": str(torch.__version__),
         "eos_ids": sorted(eos),
