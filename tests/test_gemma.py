@@ -16,6 +16,7 @@ import pytest
 
 import mdsd_fast as mf
 from mdsd_fast.data import MAX_QUANT_L1, MAX_TRUNCATION, SHIPPED_MODELS, DatasetBuilder, default_dataset_path
+from mdsd_fast.lm import DEFAULT_TEMPERATURES, load_prompts
 from mdsd_fast.lm_models import preset, preset_prompts
 
 GEMMA = "gemma3-270m"
@@ -30,11 +31,11 @@ def test_gemma_sample_metadata(gemma: mf.LMDataset) -> None:
     assert gemma.vocab_size == 262_144
     assert gemma.drafts == ["skip1", "skip4", "ngram2"]
     assert gemma.temperatures == [0.7, 1.0]
-    smol = mf.load_dataset()
-    assert set(gemma.domains) == set(smol.domains)  # the same domains and temperatures as SmolLM2
-    assert gemma.temperatures == smol.temperatures
+    shipped = load_prompts()  # the SmolLM2 data's prompts: the same domains and temperatures
+    assert set(gemma.domains) == {p.domain for p in shipped}
+    assert gemma.temperatures == list(DEFAULT_TEMPERATURES)
     want = [p.id for p in preset_prompts(preset(GEMMA))]  # the first 2 prompts of each domain
-    assert sorted(gemma.prompt_ids) == sorted(want) and set(want) <= set(smol.prompt_ids)
+    assert sorted(gemma.prompt_ids) == sorted(want) and set(want) <= {p.id for p in shipped}
     info = gemma.info
     for key in ("target", "command", "seed", "temperatures", "max_new_tokens", "record_every", "tau", "torch"):
         assert key in info, key
@@ -156,8 +157,10 @@ def test_layer_skip_cuts_gemma3_layer_types() -> None:
     types = list(model.config.layer_types)
     assert len(set(types)) == 2  # both kinds, so a misaligned list would change the forward
     seen: list[list[str]] = []
-    hook = model.model.layers[1].register_forward_pre_hook(lambda m, a: seen.append(list(model.config.layer_types)))
-    skip = (0, types.index("full_attention"))
+    hook = model.model.layers[0].register_forward_pre_hook(lambda m, a: seen.append(list(model.config.layer_types)))
+    # skipping layer 1 shifts the global layer 5 to index 4: a list left uncut would give it "sliding"
+    skip = (1,)
+    assert types[4] != types[5]
     ids = torch.arange(1, 12)
     out = LayerSkipDraft(model, skip).logits(ids)
     hook.remove()
@@ -166,7 +169,7 @@ def test_layer_skip_cuts_gemma3_layer_types() -> None:
     # the same as a model built with those layers and their own types
     kept = [i for i in range(6) if i not in skip]
     cfg2 = transformers.Gemma3TextConfig(
-        **{**cfg.to_dict(), "num_hidden_layers": 4, "layer_types": [types[i] for i in kept]}
+        **{**cfg.to_dict(), "num_hidden_layers": len(kept), "layer_types": [types[i] for i in kept]}
     )
     ref = transformers.Gemma3ForCausalLM(cfg2).eval()
     state = {k: v for k, v in model.state_dict().items() if ".layers." not in k}
@@ -198,7 +201,6 @@ def test_gemma3_regenerates_shipped_rows(gemma: mf.LMDataset) -> None:
     supports and rows as the shipped sample (~1.5-3 min on one core, mostly loading the GGUF)."""
     import torch
 
-    from mdsd_fast.lm import load_prompts
     from mdsd_fast.lm_models import build_model_dataset
 
     torch.set_num_threads(1)
