@@ -134,6 +134,19 @@ def test_cli_report_model_selector(tmp_path, capsys) -> None:
     assert "argument --model: invalid choice: 'bogus'" in capsys.readouterr().err
 
 
+def test_cli_extract_model_errors(capsys) -> None:
+    """A bad --model or --full without --out: one line, exit code 2, before any model loads."""
+    from mdsd_fast.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(["extract", "--model", "gemma"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --model: expected one of smollm2-135m, gemma3-270m, got 'gemma'" in err
+    assert main(["extract", "--model", GEMMA, "--full"]) == 2
+    assert "--full: give --out FILE" in capsys.readouterr().err
+
+
 def test_layer_skip_cuts_gemma3_layer_types() -> None:
     """Gemma 3 picks each layer's attention (sliding or full, and its RoPE base) by list index from
     config.layer_types: a skipped layer must take its entry with it."""

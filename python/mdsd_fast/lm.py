@@ -677,7 +677,10 @@ def _cmd_extract(args: argparse.Namespace) -> int:
 def _model_choice(value: str) -> str:
     from .lm_models import preset
 
-    return preset(value).name
+    try:
+        return preset(value).name
+    except ValueError as exc:  # argparse names the option; the message says what it takes
+        raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
 
 
 def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:

@@ -99,7 +99,7 @@ def preset(name: str) -> ModelPreset:
     """The preset called ``name`` (``"smollm2"`` is an alias of ``"smollm2-135m"``)."""
     key = "smollm2-135m" if name == "smollm2" else name
     if key not in PRESETS:
-        raise ValueError(f"--model: expected one of {', '.join(PRESETS)}, got {name!r}")
+        raise ValueError(f"model: expected one of {', '.join(PRESETS)}, got {name!r}")
     return PRESETS[shipped_model(key)]
 
 
