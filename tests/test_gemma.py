@@ -125,6 +125,29 @@ def test_report_runs_on_the_gemma_sample(tmp_path) -> None:
     assert all(f["holds"] for f in rep.findings if f["claim"].startswith("optimal"))
 
 
+def test_report_bounds_contain_the_cut_rows_interval(tmp_path) -> None:
+    """--bounds: per position an interval for alpha* of the uncut rows, from sample_bounds, and a
+    finding that summarises it (T = 1, where the cut is largest)."""
+    from mdsd_fast.report import ReportConfig, gap_report
+    from mdsd_fast.truncation import sample_bounds
+
+    ds = mf.load_dataset(model=GEMMA).select(domain="summarize", draft="skip4", temperature=1.0)
+    path = ds.save(tmp_path / "g.npz", encoding="float64")
+    cfg = ReportConfig(schemes=("iid", "wor"), ns=(2,), verifiers=("rrs",), bounds=True)
+    rep = gap_report(path, config=cfg, progress=False)
+    (arr,) = rep.positions.values()
+    lo, hi = sample_bounds(mf.load_dataset(path), 2, "iid")
+    np.testing.assert_array_equal(arr["bounds/iid/2/low"], lo)
+    np.testing.assert_array_equal(arr["bounds/iid/2/high"], hi)
+    assert np.all(lo <= hi) and np.all(arr["bounds/wor/2/low"] <= arr["bounds/wor/2/high"])
+    assert (hi - lo).max() > 1e-3  # the cut is visible at T = 1
+    (f,) = [f for f in rep.findings if f["claim"].startswith("α* of the uncut rows")]
+    assert "iid n=2" in f["evidence"] and "wor low > iid high" in f["evidence"]
+    # without --bounds, no intervals are computed
+    rep0 = gap_report(path, config=ReportConfig(schemes=("iid",), ns=(2,), verifiers=("rrs",)), progress=False)
+    assert not any(k.startswith("bounds/") for a in rep0.positions.values() for k in a)
+
+
 def test_cli_report_model_selector(tmp_path, capsys) -> None:
     from mdsd_fast.cli import main
 
