@@ -1,0 +1,422 @@
+"""The gap report streamed over a sharded log (mdsd_fast.logs), in memory bounded by a chunk.
+
+Work is split into units of one (shard, domain, temperature, draft) each, run here, in local
+processes or on Dask by the report's scheduler (report._run_units). A unit reads its shard in chunks
+of ``chunk_rows`` rows, never a dense group: complete rows (p and q both whole) go through the same
+per-position computation as the report (report.position_values: exact alpha* and exact verifier
+acceptance, on each row's union support), truncated rows through ``acceptance_bounds`` (an interval
+per position, in sub-batches of ``BOUNDS_ROWS`` because it works on (rows, V) arrays). A unit writes its
+per-position values to ``<out>/shards/`` atomically with a resume key (the shard's sha256 from the
+manifest, the selection, the config, the code); the summary merges per-unit moments in unit order.
+No value depends on the chunk size, the unit order or the number of workers: every row is computed
+on its own union support, and simulated streams are keyed by the row's ``row_id``.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import __version__
+from ._scheduler import check_scheduler
+from .intervals import _VERIFIER_SCHEMES as _INTERVAL_VERIFIERS
+from .intervals import acceptance_bounds
+from .logs import MANIFEST, LogChunk, Logs, open_logs
+from .report import (
+    GapReport,
+    ReportConfig,
+    _code_digest,
+    _file_digest,
+    _run_units,
+    _shard_stale,
+    _unit_seed,
+    expected_tokens,
+    position_values,
+)
+from .sparse import union_pair
+
+__all__ = ["LogUnit", "log_report", "is_log_dir", "BOUNDS_ROWS", "CHUNK_ROWS"]
+
+#: Rows per chunk read from a shard (memory: a chunk's logged entries and its union-support arrays).
+CHUNK_ROWS = 4096
+#: Truncated rows per acceptance_bounds call: it holds a few (rows, V) float64 arrays.
+BOUNDS_ROWS = 16
+
+
+def is_log_dir(path: Any) -> bool:
+    """A directory holding a log manifest (what ``--dataset DIR`` streams)."""
+    return path is not None and (Path(path) / MANIFEST).is_file()
+
+
+@dataclass(frozen=True)
+class LogUnit:
+    """One shard's rows of one (domain, temperature, draft) group, at most ``limit`` of them."""
+
+    path: str  #: absolute path of the log directory
+    shard: int
+    sha256: str  #: the shard's content hash, from the manifest
+    domain: str
+    temperature: float | None
+    draft: str
+    limit: int | None = None
+    chunk_rows: int = CHUNK_ROWS  #: not part of the key: results do not depend on it
+
+    @property
+    def shard_name(self) -> str:
+        t = "nan" if self.temperature is None else f"{self.temperature:g}"
+        sel = f"{self.path}|{self.shard}|{self.domain}|{t}|{self.draft}"
+        name = f"log{self.shard:05d}__{self.domain}__T{t}__{self.draft}".replace("/", "_").replace(" ", "_")
+        return f"{name}__{hashlib.sha256(sel.encode()).hexdigest()[:8]}"
+
+    def label(self) -> str:
+        t = "" if self.temperature is None else f" T={self.temperature:g}"
+        return f"shard {self.shard}: {self.draft}{t} {self.domain}"
+
+    def resume_key(self, cfg: ReportConfig) -> dict[str, str]:
+        sel = json.dumps([self.sha256, self.domain, self.temperature, self.draft, self.limit])
+        return dict(data=hashlib.sha256(sel.encode()).hexdigest()[:32], config=cfg.fingerprint(), code=_log_code())
+
+
+@functools.lru_cache(maxsize=1)
+def _log_code() -> str:
+    """The report's code digest and this module's and the log reader's bytes."""
+    here = Path(__file__).resolve().parent
+    parts = [_code_digest()] + [
+        _file_digest(here / m) for m in ("log_report.py", "logs.py", "intervals.py", "sparse.py")
+    ]
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=4)
+def _open(path: str, mtime_ns: int) -> Logs:
+    return open_logs(path)
+
+
+def _logs(path: str) -> Logs:
+    return _open(path, os.stat(Path(path) / MANIFEST).st_mtime_ns)
+
+
+def _bounds(chunk: LogChunk, cfg: ReportConfig) -> dict[str, NDArray[np.float64]]:
+    """Per-position intervals of alpha* and of the verifiers that have one, on truncated rows."""
+    out: dict[str, NDArray[np.float64]] = {}
+    B = len(chunk)
+    runs = [(None, s, n) for s, n in cfg.pairs()]
+    runs += [(v, s, n) for v, s, n in cfg.verifier_runs() if v in _INTERVAL_VERIFIERS and v != "sd"]
+    qlogged = np.diff(chunk.ptr["q"])
+    for v, s, n in runs:
+        lo, hi = np.full(B, np.nan), np.full(B, np.nan)
+        allowed = _INTERVAL_VERIFIERS.get(v or "", ())
+        if not allowed or s in allowed:
+            need = 1 if s == "iid" else n  # "wor" and the deterministic schemes draw n distinct tokens
+            for a in range(0, B, BOUNDS_ROWS):
+                rows = np.arange(a, min(a + BOUNDS_ROWS, B))
+                rows = rows[qlogged[rows] >= need]
+                for r in [rows] if rows.size else []:
+                    sub = chunk.take(r)
+                    try:
+                        lo[r], hi[r] = acceptance_bounds(sub.topk("p"), sub.topk("q"), n, s, verifier=v)
+                    except ValueError:  # e.g. a tie at q's top-m cutoff: no interval for that row
+                        for i in r:
+                            one = chunk.take(np.array([i]))
+                            try:
+                                lo[i], hi[i] = (
+                                    x[0] for x in acceptance_bounds(one.topk("p"), one.topk("q"), n, s, verifier=v)
+                                )
+                            except ValueError:
+                                pass
+        key = f"alpha/{s}/{n}" if v is None else f"verifier/{v}/{s}/{n}"
+        out[f"interval/{key}/low"], out[f"interval/{key}/high"] = lo, hi
+    return out
+
+
+def compute_log_unit(unit: LogUnit, cfg: ReportConfig, out_dir: str) -> str:
+    """Compute one unit chunk by chunk and write its per-position values atomically; returns the path."""
+    logs = _logs(unit.path)
+    rng_seed = _unit_seed(cfg.seed, unit.sha256)
+    parts: list[dict[str, NDArray[Any]]] = []
+    temp = math.nan if unit.temperature is None else unit.temperature
+    for chunk in logs.iter_chunks(
+        unit.chunk_rows,
+        shards=[unit.shard],
+        domain=unit.domain,
+        draft=unit.draft,
+        temperature=temp,
+        limit=unit.limit,
+    ):
+        comp = chunk.is_complete
+        vals: dict[str, NDArray[Any]] = {"rows": chunk.row_id, "complete": comp}
+        if comp.any():
+            c = chunk.take(comp)
+            pc, qc, _, _ = union_pair(c.topk("p"), c.topk("q"))
+            for k, a in position_values(pc, qc, cfg, rng_seed, c.row_id, per_row=True).items():
+                full = np.full(len(chunk), np.nan) if a.dtype.kind == "f" else np.zeros(len(chunk), dtype=bool)
+                full[comp] = a
+                vals[k] = full
+        if not comp.all():
+            t = chunk.take(~comp)
+            for k, a in _bounds(t, cfg).items():
+                full = np.full(len(chunk), np.nan)
+                full[~comp] = a
+                vals[k] = full
+        parts.append(vals)
+    keys = sorted({k for d in parts for k in d})
+    arrays = {k: np.concatenate([d[k] if k in d else _missing(k, len(d["rows"])) for d in parts]) for k in keys}
+    meta = dict(unit=unit.__dict__, version=__version__, resume_key=unit.resume_key(cfg))
+    path = Path(out_dir) / "shards" / f"{unit.shard_name}.npz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
+    try:
+        shard: dict[str, Any] = dict(arrays, __meta__=np.array(json.dumps(meta)))
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **shard)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return str(path)
+
+
+def _missing(key: str, size: int) -> NDArray[Any]:
+    return np.zeros(size, dtype=bool) if key.endswith("/exact") else np.full(size, np.nan)
+
+
+class _Moments:
+    """Count, mean and sum of squared deviations of finite values, merged exactly in a fixed order
+    (Chan et al.'s pairwise update), so a summary does not depend on how positions were split."""
+
+    def __init__(self) -> None:
+        self.n, self.mean, self.m2 = 0, 0.0, 0.0
+
+    def add(self, x: NDArray[np.float64]) -> None:
+        x = x[np.isfinite(x)]
+        if x.size == 0:
+            return
+        n, m = x.size, float(x.mean())
+        m2 = float(((x - m) ** 2).sum())
+        tot = self.n + n
+        d = m - self.mean
+        self.mean += d * n / tot
+        self.m2 += m2 + d * d * self.n * n / tot
+        self.n = tot
+
+    def ci95(self) -> tuple[float, float, float]:
+        if self.n == 0:
+            return math.nan, math.nan, math.nan
+        h = 1.96 * math.sqrt(self.m2 / (self.n - 1)) / math.sqrt(self.n) if self.n > 1 else math.nan
+        return self.mean, self.mean - h, self.mean + h
+
+
+def plan_log_units(logs: Logs, cfg: ReportConfig, *, domain: Any, draft: Any, limit: int | None) -> list[LogUnit]:
+    """Every (shard, group) with rows that pass the filters; ``limit``: the first that many such rows
+    of the log in storage order (found by reading the metadata columns only)."""
+    want = dict(domain=domain, draft=draft, temperature=cfg.temperatures)
+    units: list[LogUnit] = []
+    left = math.inf if limit is None else limit
+    for i, s in enumerate(logs.shards):
+        logs._open(i)  # every shard checked now (exists, size, footer, columns): a bad one fails fast
+        if left <= 0:
+            continue
+        groups = []
+        for d, t, r, count in s["groups"]:
+            if domain is not None and d not in domain or draft is not None and r not in draft:
+                continue
+            if cfg.temperatures is not None and (t is None or not any(abs(t - x) < 1e-9 for x in cfg.temperatures)):
+                continue
+            groups.append((d, t, r, count))
+        if not groups:
+            continue
+        taken: dict[tuple[Any, ...], int] = {}
+        if left < sum(g[3] for g in groups):
+            meta = logs._open(i).read(columns=["domain", "temperature", "draft"]).to_pydict()
+            for d, t, r in zip(meta["domain"], meta["temperature"], meta["draft"], strict=True):
+                key = next((g for g in groups if g[0] == d and g[2] == r and _same_t(g[1], t)), None)
+                if key is not None and left > 0:
+                    taken[key] = taken.get(key, 0) + 1
+                    left -= 1
+        else:
+            taken = {g: g[3] for g in groups}
+            left -= sum(taken.values())
+        for g, k in taken.items():
+            lim = None if k == g[3] else k
+            units.append(LogUnit(str(logs.path), i, s["sha256"], g[0], g[1], g[2], lim))
+    if not units:
+        raise ValueError(f"dataset: no positions of {logs.path} pass the filters ({_describe(want)})")
+    return units
+
+
+def _same_t(a: float | None, b: float) -> bool:
+    return (a is None and math.isnan(b)) or (a is not None and abs(a - b) < 1e-9)
+
+
+def _describe(want: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in want.items() if v is not None) or "none given"
+
+
+def log_report(
+    path: str | os.PathLike[str],
+    *,
+    config: ReportConfig | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    workers: int = 1,
+    scheduler: str | None = None,
+    progress: bool | None = None,
+    domain: Any = None,
+    draft: Any = None,
+    limit: int | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    command: str | None = None,
+) -> GapReport:
+    """The gap report over a log directory (see the module docstring). ``domain`` / ``draft``: keep
+    those (a value or a list); temperatures are filtered by ``config.temperatures``; ``limit``: the
+    first that many positions. Records are the report's (exact, over complete rows) plus ``kind``
+    "interval" records (mean low and high end over truncated rows); returns a GapReport."""
+    cfg = config or ReportConfig()
+    t0 = time.perf_counter()
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit: expected a positive integer, got {limit!r}")
+    domain = [domain] if isinstance(domain, str) else domain
+    draft = [draft] if isinstance(draft, str) else draft
+    logs = open_logs(os.path.abspath(path))  # absolute: the units go to workers in other directories
+    if scheduler:
+        check_scheduler(scheduler)
+    units = [
+        LogUnit(u.path, u.shard, u.sha256, u.domain, u.temperature, u.draft, u.limit, chunk_rows)
+        for u in plan_log_units(logs, cfg, domain=domain, draft=draft, limit=limit)
+    ]
+    holder = tempfile.TemporaryDirectory(prefix="mdsd-logs-") if out_dir is None else None
+    out = os.path.abspath(holder.name if holder else str(out_dir))
+    todo = units
+    if resume:
+        todo = [u for u in units if _shard_stale(Path(out) / "shards" / f"{u.shard_name}.npz", u.resume_key(cfg))]
+        print(f"resume: reused {len(units) - len(todo)} of {len(units)} groups", file=sys.stderr, flush=True)
+    _run_units(todo, cfg, out, workers=workers, scheduler=scheduler, progress=progress, compute=compute_log_unit)
+    records, findings, counts = _summarise(units, cfg, out)
+    metadata = dict(
+        mdsd_fast=__version__,
+        dataset=[str(logs.path)],
+        config=dict(cfg.__dict__),
+        units=len(units),
+        units_computed=len(todo),
+        units_reused=len(units) - len(todo),
+        positions=counts,
+        filters=dict(domain=domain, draft=draft, temperatures=cfg.temperatures, limit=limit),
+        command=command or "",
+        seconds=round(time.perf_counter() - t0, 3),
+        confidence="95% normal interval over complete positions; intervals: mean ends over truncated positions",
+    )
+    if holder is not None:
+        holder.cleanup()
+    return GapReport(records=records, findings=findings, metadata=metadata)
+
+
+def _summarise(units: list[LogUnit], cfg: ReportConfig, out: str) -> tuple[list[Any], list[Any], dict[str, int]]:
+    """Records per group and pooled over domains, from per-unit moments merged in unit order."""
+    stats: dict[tuple[Any, ...], dict[str, Any]] = {}
+    counts = dict(complete=0, truncated=0)
+    above: dict[str, list[float]] = {}
+    for u in units:
+        with np.load(Path(out) / "shards" / f"{u.shard_name}.npz") as z:
+            arr = {k: z[k] for k in z.files if k != "__meta__"}
+        comp = arr["complete"].astype(bool)
+        counts["complete"] += int(comp.sum())
+        counts["truncated"] += int((~comp).sum())
+        for dom in (u.domain, "all"):
+            g = stats.setdefault((dom, u.temperature, u.draft), {})
+            for k, a in arr.items():
+                if k.endswith(("/se", "/exact")) or k in ("rows", "complete"):
+                    continue
+                g.setdefault(k, _Moments()).add(a.astype(np.float64))
+                if k.startswith("verifier/") and dom == "all":
+                    sim = ~arr[k.replace("/value", "/exact")].astype(bool) & np.isfinite(a)
+                    g.setdefault(k + "#sim", _Moments()).add(np.where(sim, 1.0, np.nan))
+                    _, v, s, n, _ = k.split("/")
+                    diff = a - arr[f"alpha/{s}/{n}"]
+                    ok = np.isfinite(diff) & ~sim
+                    worst = above.setdefault(f"{v}/{s}", [0, -math.inf])
+                    worst[0] += int(ok.sum())
+                    worst[1] = max(worst[1], float(diff[ok].max()) if ok.any() else -math.inf)
+    if len({u.domain for u in units}) == 1:
+        stats = {k: v for k, v in stats.items() if k[0] != "all"}
+    records = [r for (d, t, dr), g in stats.items() for r in _records(dict(domain=d, temperature=t, draft=dr), g, cfg)]
+    findings = [
+        dict(
+            claim=f"{k.split('/')[0]} stays at or below α*_{k.split('/')[1]} (exact, complete rows)",
+            holds=w[1] <= 1e-9,
+            evidence=f"max (acceptance − α*) over {w[0]} (position, n) pairs = {w[1]:+.1e}",
+        )
+        for k, w in above.items()
+        if w[0]
+    ]
+    return records, findings, counts
+
+
+def _records(base: dict[str, Any], g: dict[str, _Moments], cfg: ReportConfig) -> list[dict[str, Any]]:
+    out = []
+    for s, n in cfg.pairs():
+        m = g.get(f"alpha/{s}/{n}", _Moments())
+        mean, lo, hi = m.ci95()
+        rec = dict(base, scheme=s, n=n, method="alpha*", kind="bound", exact=True, positions=m.n, mean=mean)
+        out.append(dict(rec, ci_low=lo, ci_high=hi, sim_se=0.0, alpha_star=mean, gap_abs=0.0, gap_rel=0.0))
+        out[-1]["tokens_per_call"] = expected_tokens(mean, cfg.gamma)
+    alpha = {(r["scheme"], r["n"]): r["mean"] for r in out}
+    for v, s, n in cfg.verifier_runs():
+        m = g.get(f"verifier/{v}/{s}/{n}/value", _Moments())
+        mean, lo, hi = m.ci95()
+        sim = g.get(f"verifier/{v}/{s}/{n}/value#sim", _Moments())
+        for scheme in [s] if v != "sd" else list(cfg.schemes):
+            a = alpha.get((scheme, n), math.nan)
+            rec = dict(base, scheme=scheme, n=n, method=v, kind="verifier", exact=sim.n == 0, positions=m.n)
+            rec.update(mean=mean, ci_low=lo, ci_high=hi, sim_se=math.nan if sim.n else 0.0, alpha_star=a)
+            rec.update(gap_abs=a - mean, gap_rel=(a - mean) / a if a > 0 else math.nan)
+            out.append(dict(rec, tokens_per_call=expected_tokens(mean, cfg.gamma)))
+    for key in sorted(
+        k[len("interval/") : -len("/low")] for k in g if k.startswith("interval/") and k.endswith("/low")
+    ):
+        lo_m, hi_m = g[f"interval/{key}/low"], g[f"interval/{key}/high"]
+        parts = key.split("/")
+        method = ("alpha*" if parts[0] == "alpha" else parts[1]) + " interval"  # not the table's "alpha*"
+        rec = dict(base, scheme=parts[-2], n=int(parts[-1]), method=method, kind="interval", exact=True)
+        out.append(
+            dict(
+                rec,
+                positions=lo_m.n,
+                mean_low=lo_m.mean if lo_m.n else math.nan,
+                mean_high=hi_m.mean if hi_m.n else math.nan,
+            )
+        )
+    return out
+
+
+def interval_markdown(records: list[dict[str, Any]], *, domain: str | None = None) -> str:
+    """The truncated positions' table: per (domain, T, draft, scheme, n, method) the mean low and high
+    ends (the mean over those positions of alpha* or the acceptance lies between them)."""
+    rows = [
+        r for r in records if r["kind"] == "interval" and r["positions"] and (domain is None or r["domain"] == domain)
+    ]
+    if not rows:
+        return ""
+    lines = [
+        "| domain | T | draft | scheme | n | method | pos | mean low | mean high |",
+        "|---|---|---|---|--:|---|--:|--:|--:|",
+    ]
+    for r in rows:
+        t = "" if r["temperature"] is None else f"{r['temperature']:g}"
+        lines.append(
+            f"| {r['domain']} | {t} | {r['draft']} | {r['scheme']} | {r['n']} | {r['method']} | {r['positions']} "
+            f"| {r['mean_low']:.4f} | {r['mean_high']:.4f} |"
+        )
+    return "\n".join(lines)
