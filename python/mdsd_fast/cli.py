@@ -234,7 +234,7 @@ def _report(args: argparse.Namespace) -> int:
     progress = False if args.no_progress else None
     command = " ".join(["mdsd-fast", *sys.argv[1:]])
     if is_log_dir(args.dataset):
-        rep = log_report(
+        logged: GapReport = log_report(
             args.dataset,
             config=cfg,
             out_dir=out,
@@ -247,7 +247,7 @@ def _report(args: argparse.Namespace) -> int:
             limit=args.limit,
             command=command,
         )
-        return _print_report(rep, args, cfg, t0)
+        return _print_report(logged, args, cfg, t0)
     for opt, val in (("--domain", args.domain), ("--draft", args.draft), ("--limit", args.limit)):
         if val is not None:
             raise ValueError(f"{opt}: filters a log directory (--dataset DIR holding a manifest.json) only")

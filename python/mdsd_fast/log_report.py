@@ -108,11 +108,16 @@ def _logs(path: str) -> Logs:
     return _open(path, os.stat(Path(path) / MANIFEST).st_mtime_ns)
 
 
+def _any(x: Any) -> Any:
+    """acceptance_bounds takes TopK rows; its signature says ArrayLike."""
+    return x
+
+
 def _bounds(chunk: LogChunk, cfg: ReportConfig) -> dict[str, NDArray[np.float64]]:
     """Per-position intervals of alpha* and of the verifiers that have one, on truncated rows."""
     out: dict[str, NDArray[np.float64]] = {}
     B = len(chunk)
-    runs = [(None, s, n) for s, n in cfg.pairs()]
+    runs: list[tuple[str | None, str, int]] = [(None, s, n) for s, n in cfg.pairs()]
     runs += [(v, s, n) for v, s, n in cfg.verifier_runs() if v in _INTERVAL_VERIFIERS and v != "sd"]
     qlogged = np.diff(chunk.ptr["q"])
     for v, s, n in runs:
@@ -126,13 +131,16 @@ def _bounds(chunk: LogChunk, cfg: ReportConfig) -> dict[str, NDArray[np.float64]
                 for r in [rows] if rows.size else []:
                     sub = chunk.take(r)
                     try:
-                        lo[r], hi[r] = acceptance_bounds(sub.topk("p"), sub.topk("q"), n, s, verifier=v)
+                        lo[r], hi[r] = acceptance_bounds(_any(sub.topk("p")), _any(sub.topk("q")), n, s, verifier=v)
                     except ValueError:  # e.g. a tie at q's top-m cutoff: no interval for that row
                         for i in r:
                             one = chunk.take(np.array([i]))
                             try:
                                 lo[i], hi[i] = (
-                                    x[0] for x in acceptance_bounds(one.topk("p"), one.topk("q"), n, s, verifier=v)
+                                    x[0]
+                                    for x in acceptance_bounds(
+                                        _any(one.topk("p")), _any(one.topk("q")), n, s, verifier=v
+                                    )
                                 )
                             except ValueError:
                                 pass

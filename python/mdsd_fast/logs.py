@@ -370,8 +370,8 @@ def _match(values: NDArray[Any], wanted: Any, numeric: bool = False) -> NDArray[
     w = [wanted] if isinstance(wanted, (str, int, float)) else list(wanted)
     if numeric:
         ref = np.asarray(w, dtype=np.float64)[None, :]
-        return np.isclose(values[:, None], ref, rtol=0, atol=1e-9, equal_nan=True).any(axis=1)
-    return np.isin(values, np.asarray(w, dtype=str))
+        return np.asarray(np.isclose(values[:, None], ref, rtol=0, atol=1e-9, equal_nan=True).any(axis=1))
+    return np.asarray(np.isin(values, np.asarray(w, dtype=str)), dtype=bool)
 
 
 class Logs:

@@ -308,21 +308,21 @@ def position_values(
         est, se, exact_rows = np.full(p.shape[0], np.nan), np.zeros(p.shape[0]), np.zeros(p.shape[0], dtype=bool)
         # rows whose q cannot draw the scheme's tokens have no value (as alpha* has none there)
         rows = np.arange(p.shape[0])
-        ok: Any = rows[np.count_nonzero(q > 0, axis=1) >= _drafts_needed(s, n)[1]] if per_row else slice(None)
+        can: Any = rows[np.count_nonzero(q > 0, axis=1) >= _drafts_needed(s, n)[1]] if per_row else slice(None)
         done = not cfg.exact
         if cfg.exact:
             try:
-                est[ok] = np.asarray(run(ok, True), dtype=np.float64).reshape(-1)
-                exact_rows[ok], done = True, True
+                est[can] = np.asarray(run(can, True), dtype=np.float64).reshape(-1)
+                exact_rows[can], done = True, True
             except TooLargeError:
                 pass
-        for r in rows[ok][~exact_rows[ok]] if not done and per_row else ():
+        for r in rows[can][~exact_rows[can]] if not done and per_row else ():
             try:
                 est[r] = np.asarray(run(np.array([r]), True)).reshape(-1)[0]
                 exact_rows[r] = True
             except TooLargeError:
                 pass
-        todo = rows[ok][~exact_rows[ok]]
+        todo = rows[can][~exact_rows[can]]
         if todo.size:
             e, s_err = run(todo, False)
             est[todo] = np.asarray(e, dtype=np.float64).reshape(-1)
