@@ -37,22 +37,22 @@ ZERO_LOGPROB = -9999.0
 BLOCK_ROWS = 4096
 
 
-def _token_key(entry: Any, where: str) -> bytes:
+def _token_key(entry: Any, where: str, j: int | None = None) -> bytes:
     """A token's identity: its ``bytes`` (the API's exact bytes), else its text as UTF-8."""
-    if not isinstance(entry, dict) or "token" not in entry or "logprob" not in entry:
-        raise ValueError(f"{where}: expected an object with 'token' and 'logprob'")
-    b = entry.get("bytes")
-    if b is not None:
-        if not isinstance(b, list) or not all(isinstance(x, int) and 0 <= x < 256 for x in b):
-            raise ValueError(f"{where}: 'bytes' must be a list of integers in [0, 256)")
-        return bytes(b)
-    if not isinstance(entry["token"], str):
-        raise ValueError(f"{where}: 'token' must be a string")
-    return entry["token"].encode("utf-8")
+    try:
+        b = entry.get("bytes")
+        if b is not None:
+            return bytes(b)  # raises for anything but a list of integers in [0, 256)
+        return entry["token"].encode("utf-8")  # type: ignore[no-any-return]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        at = where if j is None else f"{where} top_logprobs[{j}]"
+        raise ValueError(f"{at}: expected an object with 'token' (a string) or 'bytes' (integers < 256)") from None
 
 
 def _logprob(entry: dict[str, Any], where: str) -> float:
-    lp = entry["logprob"]
+    lp = entry.get("logprob")
+    if type(lp) is float and lp <= 1e-6:  # the common case (NaN fails the comparison)
+        return min(lp, 0.0)
     if isinstance(lp, str) and lp in ("-inf", "-Infinity"):
         return -math.inf
     if isinstance(lp, bool) or not isinstance(lp, (int, float)) or math.isnan(lp) or lp > 1e-6:
@@ -88,13 +88,13 @@ def _logged(pos: dict[str, Any], where: str, vocab: dict[bytes, int]) -> tuple[b
         raise ValueError(f"{where}: no top_logprobs list (request top_logprobs)")
     out: dict[int, float] = {}
     for j, e in enumerate(tops):
-        k = _token_key(e, f"{where} top_logprobs[{j}]")
+        k = _token_key(e, where, j)
         i = vocab.setdefault(k, len(vocab))
         if i in out:
             raise ValueError(
                 f"{where}: token {k!r} listed twice in top_logprobs (tokens with the same bytes cannot be told apart)"
             )
-        out[i] = _logprob(e, f"{where} top_logprobs[{j}]")
+        out[i] = _logprob(e, where)
     i = vocab.setdefault(key, len(vocab))
     lp = _logprob(pos, where)
     if i in out and abs(out[i] - lp) > 1e-4 and max(out[i], lp) > ZERO_LOGPROB:
