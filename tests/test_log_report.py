@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("pyarrow")
 
 import mdsd_fast as mf  # noqa: E402
+import mdsd_fast.log_report  # noqa: E402
 from mdsd_fast.cli import main  # noqa: E402
 from mdsd_fast.convert import from_dataset  # noqa: E402
 from mdsd_fast.log_report import log_report  # noqa: E402
@@ -90,10 +91,16 @@ def test_intervals_contain_the_exact_values(mixed: tuple[Path, np.ndarray, np.nd
     assert all(r["mean_low"] <= r["mean_high"] for r in table)
 
 
-def test_no_dependence_on_chunks_workers_or_dask(mixed: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+def test_no_dependence_on_chunks_workers_or_dask(
+    mixed: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = mixed[0]
     base = log_report(log, config=CFG, out_dir=tmp_path / "a", progress=False, chunk_rows=1)
     ref = _positions(tmp_path / "a")
+    monkeypatch.setattr(mf.log_report, "CELLS", 90)  # union-support batches of 1-3 rows in a chunk of 100
+    small = log_report(log, config=CFG, out_dir=tmp_path / "s", progress=False, chunk_rows=100)
+    np.testing.assert_equal(_positions(tmp_path / "s"), ref)
+    np.testing.assert_equal(small.records, base.records)
     two = log_report(log, config=CFG, out_dir=tmp_path / "b", progress=False, chunk_rows=100, workers=2)
     np.testing.assert_equal(_positions(tmp_path / "b"), ref)  # NaN (no value) equals NaN here
     np.testing.assert_equal(two.records, base.records)

@@ -271,7 +271,7 @@ def _print_report(rep: Any, args: argparse.Namespace, cfg: Any, t0: float) -> in
     """Write report.csv/json/md (and the plots) to --out and print the tables and findings."""
     from pathlib import Path
 
-    from .log_report import interval_markdown
+    from ._log_summary import interval_markdown
 
     out = Path(args.out)
     rep.to_csv(out / "report.csv")

@@ -30,6 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import __version__
+from ._log_summary import _summarise, interval_markdown
 from ._scheduler import check_scheduler
 from .intervals import _VERIFIER_SCHEMES as _INTERVAL_VERIFIERS
 from .intervals import acceptance_bounds
@@ -42,15 +43,17 @@ from .report import (
     _run_units,
     _shard_stale,
     _unit_seed,
-    expected_tokens,
     position_values,
 )
 from .sparse import union_pair
 
-__all__ = ["LogUnit", "log_report", "is_log_dir", "BOUNDS_ROWS", "CHUNK_ROWS"]
+__all__ = ["LogUnit", "log_report", "is_log_dir", "interval_markdown", "BOUNDS_ROWS", "CHUNK_ROWS"]
 
 #: Rows per chunk read from a shard (memory: a chunk's logged entries and its union-support arrays).
 CHUNK_ROWS = 4096
+#: Entries of a batch's (rows, union support) arrays: top-20 rows run 4,096 at a time, full-vocabulary
+#: rows (the flat dataset's, up to V = 49,152 entries) ~40 at a time (8 MB per float64 array).
+CELLS = 1 << 20
 #: Truncated rows per acceptance_bounds call: it holds a few (rows, V) float64 arrays.
 BOUNDS_ROWS = 16
 
@@ -94,7 +97,8 @@ def _log_code() -> str:
     """The report's code digest and this module's and the log reader's bytes."""
     here = Path(__file__).resolve().parent
     parts = [_code_digest()] + [
-        _file_digest(here / m) for m in ("log_report.py", "logs.py", "intervals.py", "sparse.py")
+        _file_digest(here / m)
+        for m in ("log_report.py", "_log_summary.py", "logs.py", "log_writer.py", "intervals.py", "sparse.py")
     ]
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
@@ -165,13 +169,14 @@ def compute_log_unit(unit: LogUnit, cfg: ReportConfig, out_dir: str) -> str:
     ):
         comp = chunk.is_complete
         vals: dict[str, NDArray[Any]] = {"rows": chunk.row_id, "complete": comp}
-        if comp.any():
-            c = chunk.take(comp)
+        where = np.flatnonzero(comp)
+        for idx in _batches(np.diff(chunk.ptr["p"])[where] + np.diff(chunk.ptr["q"])[where], CELLS):
+            c = chunk.take(where[idx])
             pc, qc, _, _ = union_pair(c.topk("p"), c.topk("q"))
             for k, a in position_values(pc, qc, cfg, rng_seed, c.row_id, per_row=True).items():
-                full = np.full(len(chunk), np.nan) if a.dtype.kind == "f" else np.zeros(len(chunk), dtype=bool)
-                full[comp] = a
-                vals[k] = full
+                if k not in vals:
+                    vals[k] = np.full(len(chunk), np.nan) if a.dtype.kind == "f" else np.zeros(len(chunk), dtype=bool)
+                vals[k][where[idx]] = a
         if not comp.all():
             t = chunk.take(~comp)
             for k, a in _bounds(t, cfg).items():
@@ -197,34 +202,22 @@ def compute_log_unit(unit: LogUnit, cfg: ReportConfig, out_dir: str) -> str:
     return str(path)
 
 
+def _batches(widths: NDArray[np.int64], cells: int) -> list[NDArray[np.int64]]:
+    """Consecutive runs of rows whose padded (rows, widest row) arrays stay within ``cells`` entries
+    (one row at least): the union-support arrays of a run are then bounded whatever the rows hold."""
+    out, start, widest = [], 0, 0
+    for i, w in enumerate(widths.tolist()):
+        if i > start and (i - start + 1) * max(widest, w) > cells:
+            out.append(np.arange(start, i))
+            start, widest = i, 0
+        widest = max(widest, w)
+    if start < widths.size:
+        out.append(np.arange(start, widths.size))
+    return out
+
+
 def _missing(key: str, size: int) -> NDArray[Any]:
     return np.zeros(size, dtype=bool) if key.endswith("/exact") else np.full(size, np.nan)
-
-
-class _Moments:
-    """Count, mean and sum of squared deviations of finite values, merged exactly in a fixed order
-    (Chan et al.'s pairwise update), so a summary does not depend on how positions were split."""
-
-    def __init__(self) -> None:
-        self.n, self.mean, self.m2 = 0, 0.0, 0.0
-
-    def add(self, x: NDArray[np.float64]) -> None:
-        x = x[np.isfinite(x)]
-        if x.size == 0:
-            return
-        n, m = x.size, float(x.mean())
-        m2 = float(((x - m) ** 2).sum())
-        tot = self.n + n
-        d = m - self.mean
-        self.mean += d * n / tot
-        self.m2 += m2 + d * d * self.n * n / tot
-        self.n = tot
-
-    def ci95(self) -> tuple[float, float, float]:
-        if self.n == 0:
-            return math.nan, math.nan, math.nan
-        h = 1.96 * math.sqrt(self.m2 / (self.n - 1)) / math.sqrt(self.n) if self.n > 1 else math.nan
-        return self.mean, self.mean - h, self.mean + h
 
 
 def plan_log_units(logs: Logs, cfg: ReportConfig, *, domain: Any, draft: Any, limit: int | None) -> list[LogUnit]:
@@ -329,102 +322,3 @@ def log_report(
     if holder is not None:
         holder.cleanup()
     return GapReport(records=records, findings=findings, metadata=metadata)
-
-
-def _summarise(units: list[LogUnit], cfg: ReportConfig, out: str) -> tuple[list[Any], list[Any], dict[str, int]]:
-    """Records per group and pooled over domains, from per-unit moments merged in unit order."""
-    stats: dict[tuple[Any, ...], dict[str, Any]] = {}
-    counts = dict(complete=0, truncated=0)
-    above: dict[str, list[float]] = {}
-    for u in units:
-        with np.load(Path(out) / "shards" / f"{u.shard_name}.npz") as z:
-            arr = {k: z[k] for k in z.files if k != "__meta__"}
-        comp = arr["complete"].astype(bool)
-        counts["complete"] += int(comp.sum())
-        counts["truncated"] += int((~comp).sum())
-        for dom in (u.domain, "all"):
-            g = stats.setdefault((dom, u.temperature, u.draft), {})
-            for k, a in arr.items():
-                if k.endswith(("/se", "/exact")) or k in ("rows", "complete"):
-                    continue
-                g.setdefault(k, _Moments()).add(a.astype(np.float64))
-                if k.startswith("verifier/") and dom == "all":
-                    sim = ~arr[k.replace("/value", "/exact")].astype(bool) & np.isfinite(a)
-                    g.setdefault(k + "#sim", _Moments()).add(np.where(sim, 1.0, np.nan))
-                    _, v, s, n, _ = k.split("/")
-                    diff = a - arr[f"alpha/{s}/{n}"]
-                    ok = np.isfinite(diff) & ~sim
-                    worst = above.setdefault(f"{v}/{s}", [0, -math.inf])
-                    worst[0] += int(ok.sum())
-                    worst[1] = max(worst[1], float(diff[ok].max()) if ok.any() else -math.inf)
-    if len({u.domain for u in units}) == 1:
-        stats = {k: v for k, v in stats.items() if k[0] != "all"}
-    records = [r for (d, t, dr), g in stats.items() for r in _records(dict(domain=d, temperature=t, draft=dr), g, cfg)]
-    findings = [
-        dict(
-            claim=f"{k.split('/')[0]} stays at or below α*_{k.split('/')[1]} (exact, complete rows)",
-            holds=w[1] <= 1e-9,
-            evidence=f"max (acceptance − α*) over {w[0]} (position, n) pairs = {w[1]:+.1e}",
-        )
-        for k, w in above.items()
-        if w[0]
-    ]
-    return records, findings, counts
-
-
-def _records(base: dict[str, Any], g: dict[str, _Moments], cfg: ReportConfig) -> list[dict[str, Any]]:
-    out = []
-    for s, n in cfg.pairs():
-        m = g.get(f"alpha/{s}/{n}", _Moments())
-        mean, lo, hi = m.ci95()
-        rec = dict(base, scheme=s, n=n, method="alpha*", kind="bound", exact=True, positions=m.n, mean=mean)
-        out.append(dict(rec, ci_low=lo, ci_high=hi, sim_se=0.0, alpha_star=mean, gap_abs=0.0, gap_rel=0.0))
-        out[-1]["tokens_per_call"] = expected_tokens(mean, cfg.gamma)
-    alpha = {(r["scheme"], r["n"]): r["mean"] for r in out}
-    for v, s, n in cfg.verifier_runs():
-        m = g.get(f"verifier/{v}/{s}/{n}/value", _Moments())
-        mean, lo, hi = m.ci95()
-        sim = g.get(f"verifier/{v}/{s}/{n}/value#sim", _Moments())
-        for scheme in [s] if v != "sd" else list(cfg.schemes):
-            a = alpha.get((scheme, n), math.nan)
-            rec = dict(base, scheme=scheme, n=n, method=v, kind="verifier", exact=sim.n == 0, positions=m.n)
-            rec.update(mean=mean, ci_low=lo, ci_high=hi, sim_se=math.nan if sim.n else 0.0, alpha_star=a)
-            rec.update(gap_abs=a - mean, gap_rel=(a - mean) / a if a > 0 else math.nan)
-            out.append(dict(rec, tokens_per_call=expected_tokens(mean, cfg.gamma)))
-    for key in sorted(
-        k[len("interval/") : -len("/low")] for k in g if k.startswith("interval/") and k.endswith("/low")
-    ):
-        lo_m, hi_m = g[f"interval/{key}/low"], g[f"interval/{key}/high"]
-        parts = key.split("/")
-        method = ("alpha*" if parts[0] == "alpha" else parts[1]) + " interval"  # not the table's "alpha*"
-        rec = dict(base, scheme=parts[-2], n=int(parts[-1]), method=method, kind="interval", exact=True)
-        out.append(
-            dict(
-                rec,
-                positions=lo_m.n,
-                mean_low=lo_m.mean if lo_m.n else math.nan,
-                mean_high=hi_m.mean if hi_m.n else math.nan,
-            )
-        )
-    return out
-
-
-def interval_markdown(records: list[dict[str, Any]], *, domain: str | None = None) -> str:
-    """The truncated positions' table: per (domain, T, draft, scheme, n, method) the mean low and high
-    ends (the mean over those positions of alpha* or the acceptance lies between them)."""
-    rows = [
-        r for r in records if r["kind"] == "interval" and r["positions"] and (domain is None or r["domain"] == domain)
-    ]
-    if not rows:
-        return ""
-    lines = [
-        "| domain | T | draft | scheme | n | method | pos | mean low | mean high |",
-        "|---|---|---|---|--:|---|--:|--:|--:|",
-    ]
-    for r in rows:
-        t = "" if r["temperature"] is None else f"{r['temperature']:g}"
-        lines.append(
-            f"| {r['domain']} | {t} | {r['draft']} | {r['scheme']} | {r['n']} | {r['method']} | {r['positions']} "
-            f"| {r['mean_low']:.4f} | {r['mean_high']:.4f} |"
-        )
-    return "\n".join(lines)
