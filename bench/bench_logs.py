@@ -12,7 +12,8 @@ Measured, each step in its own process (peak RSS from getrusage of the children)
   * write: LogWriter positions/s and bytes/position on disk (Parquet, zstd, page checksums),
     and the same columns as one LZMA .npz (write_npz) for comparison;
   * read: iter_chunks positions/s;
-  * report: log_report at N/10 and N positions with 1 and 2 workers (positions/s, peak RSS);
+  * report: log_report at N/10 and N positions with 1 and 2 workers (positions/s, CPU seconds, peak RSS);
+  * the same 64 positions logged truncated (top 20, 5% unseen per side): acceptance_bounds intervals;
   * converters: from_openai_jsonl on a JSONL pair written here (top 20 per position) and
     from_dataset on the shipped flat dataset.
 """
@@ -145,6 +146,27 @@ def do_report(out: str, limit: int, workers: int) -> dict[str, Any]:
     return dict(step="report", positions=n, workers=workers, seconds=dt, pos_per_s=n / dt, means=means)
 
 
+def do_truncated(out: str, n: int) -> dict[str, Any]:
+    """The same positions logged as truncated top-20 rows (5% of each side's mass unseen): intervals."""
+    from mdsd_fast.log_report import log_report
+    from mdsd_fast.logs import LogWriter
+    from mdsd_fast.report import ReportConfig
+
+    p, q = synth(np.random.default_rng(0), n)
+    with LogWriter(out, V) as w:
+        w.write((p[0], p[1], p[2] * 0.95), (q[0], q[1], q[2] * 0.95), p_complete=False, q_complete=False, meta={})
+    cfg = ReportConfig(schemes=("iid", "wor"), ns=(4,), verifiers=("rrs",), threads=1)
+    t0 = time.perf_counter()
+    rep = log_report(out, config=cfg, progress=False)
+    dt = time.perf_counter() - t0
+    widths = {
+        f"{r['scheme']}/{r['method']}": round(r["mean_high"] - r["mean_low"], 4)
+        for r in rep.records
+        if r["kind"] == "interval" and r["positions"]
+    }
+    return dict(step="report-truncated", positions=n, seconds=dt, pos_per_s=n / dt, mean_widths=widths)
+
+
 def do_openai(out: str, n: int) -> dict[str, Any]:
     from mdsd_fast.convert import from_openai_jsonl
 
@@ -202,35 +224,47 @@ def main() -> int:
     ap.add_argument("--positions", type=int, default=1_000_000)
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--out", default="/tmp/bench_logs")
+    ap.add_argument("--reuse", action="store_true", help="only the report steps, on the log already in --out")
     ap.add_argument("--step", nargs="*", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.step is not None:  # one measurement, in this (fresh) process
         kind, *rest = a.step
         fn: dict[str, Any] = dict(
-            write=do_write, npz=do_npz, read=do_read, report=do_report, openai=do_openai, dataset=do_dataset
+            truncated=do_truncated,
+            write=do_write,
+            npz=do_npz,
+            read=do_read,
+            report=do_report,
+            openai=do_openai,
+            dataset=do_dataset,
         )
         conv = [int(x) if x.isdigit() else x for x in rest]
         res = fn[kind](*conv)
         res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         res["peak_worker_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        res["cpu_s"] = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime  # all processes of the step
+        if "positions" in res:
+            res["pos_per_cpu_s"] = res["positions"] / res["cpu_s"]
         print(json.dumps(res))
         return 0
     root = Path(a.out)
-    if root.exists():
+    if root.exists() and not a.reuse:
         raise SystemExit(f"{root} exists: give a new --out")
     N = a.positions
     log = str(root / "log")
-    results = [
-        step(["write", log, str(N)]),
-        step(["read", log]),
-        step(["npz", str(root / "cols.npz"), str(min(N, 100_000))]),
-    ]
+    results = []
+    if not a.reuse:
+        results += [step(["write", log, str(N)]), step(["read", log])]
+        results.append(step(["npz", str(root / "cols.npz"), str(min(N, 100_000))]))
     for n in (N // 10, N):
         for w in (int(x) for x in a.workers.split(",")):
             results.append(step(["report", log, str(n), str(w)]))
-    results.append(step(["openai", str(root / "openai"), str(min(N, 50_000))]))
-    results.append(step(["dataset", str(root / "flat")]))
-    (root / "results.json").write_text(json.dumps(results, indent=1))
+    results.append(step(["truncated", str(root / f"truncated{int(a.reuse)}"), "64"]))
+    if not a.reuse:
+        results.append(step(["openai", str(root / "openai"), str(min(N, 50_000))]))
+        results.append(step(["dataset", str(root / "flat")]))
+    (root / ("results_reuse.json" if a.reuse else "results.json")).write_text(json.dumps(results, indent=1))
     return 0
 
 

@@ -104,6 +104,13 @@ def test_no_dependence_on_chunks_workers_or_dask(
     two = log_report(log, config=CFG, out_dir=tmp_path / "b", progress=False, chunk_rows=100, workers=2)
     np.testing.assert_equal(_positions(tmp_path / "b"), ref)  # NaN (no value) equals NaN here
     np.testing.assert_equal(two.records, base.records)
+
+
+@pytest.mark.slow  # a Dask LocalCluster takes ~20 s to start on the shared machine
+def test_dask_gives_the_same_numbers(mixed: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+    log = mixed[0]
+    base = log_report(log, config=CFG, out_dir=tmp_path / "a", progress=False, chunk_rows=1)
+    ref = _positions(tmp_path / "a")
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
         dask = log_report(

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .data import LMDataset, SparseChunk, load_dataset
-from .logs import LogWriter
+from .log_writer import LogWriter, check_new_log
 
 __all__ = ["from_openai_jsonl", "from_dataset", "add_convert_parser", "ZERO_LOGPROB"]
 
@@ -123,6 +123,7 @@ def from_openai_jsonl(
     ``model`` and ``draft_name`` default to each file's ``model`` field; ``temperature`` and ``domain``
     are recorded as given; prompt_id is the target record's ``id`` (``/choice`` when there are several)."""
     tpath, dpath = Path(target), Path(draft)
+    check_new_log(out_dir)
     for p in (tpath, dpath):
         if not p.is_file():
             raise FileNotFoundError(f"{p}: no such JSONL file")
@@ -207,6 +208,7 @@ def from_dataset(
     """Convert a flat dataset (an :class:`LMDataset`, a dataset file, or None for the shipped one) into
     a log directory; rows are complete, values float32 as stored, row ids the dataset's row numbers.
     ``model`` defaults to the dataset's ``info["target"]``."""
+    check_new_log(out_dir)  # before loading: the shipped dataset takes seconds to decode
     ds = dataset if isinstance(dataset, LMDataset) else load_dataset(dataset)
     name = model or str(ds.info.get("target", ""))
     info = dict(source="mdsd_fast.lmdist", dataset_info=ds.info)

@@ -102,6 +102,13 @@ def _side(name: str, ptr: ArrayLike, ids: ArrayLike, probs: ArrayLike, V: int, d
     return new_ptr, ids_a, val, mass
 
 
+def check_new_log(out_dir: str | os.PathLike[str]) -> None:
+    """Refuse a directory that already holds a log (before any work is done for it)."""
+    d = Path(out_dir)
+    if (d / MANIFEST).exists() or (d.is_dir() and any(d.glob("shard-*.parquet"))):
+        raise ValueError(f"{d}: already holds a log; write to a new directory")
+
+
 class LogWriter:
     """Writes a log directory: call :meth:`write` with blocks of rows, then :meth:`close` (or use it as
     a context manager). A shard is closed once it holds ``rows_per_shard`` rows or ``entries_per_shard``
@@ -131,8 +138,7 @@ class LogWriter:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{nm}: expected a positive integer, got {v!r}")
         self.dir = Path(out_dir)
-        if (self.dir / MANIFEST).exists() or (self.dir.is_dir() and any(self.dir.glob("shard-*.parquet"))):
-            raise ValueError(f"{self.dir}: already holds a log; write to a new directory")
+        check_new_log(self.dir)
         self._made_dir = not self.dir.exists()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.V, self.dtype, self.info = int(vocab_size), dtype, dict(info or {})
