@@ -36,6 +36,7 @@ from .draft import (
     enumerate_kseq,
     tuple_law,
 )
+from .registered import block_value, chain_nodes, traversal_value
 from .traversal import traversal_expected_accepted, traversal_output_law, traversal_verify
 from .tree import TREE_SCHEMES, DraftTree, choices_to_parent, q_ranks
 from .value import (
@@ -92,4 +93,7 @@ __all__ = [
     "traversal_expected_accepted",
     "traversal_output_law",
     "traversal_verify",
+    "traversal_value",
+    "block_value",
+    "chain_nodes",
 ]
