@@ -6,19 +6,17 @@ from __future__ import annotations
 import csv
 import io
 import math
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from tree_enum import toy_oracle
 
 from mdsd_fast import trees as T
+from mdsd_fast.cli import main
 from mdsd_fast.trees.bound import greedy_value, node_greedy
 from mdsd_fast.trees.bound_drafted import drafted_bound
 from mdsd_fast.trees.report import TREE_REPORT_VERIFIERS, TreeReport, t_quantile, tree_report
-
-from tree_enum import toy_oracle
 
 # A few real trees of every shape: first of each (draft, shape) in the shipped file.
 SHAPES = ("chain4", "chain6", "b2x4", "b4x3", "kseq4x4", "kseq8x4", "eagle63d4", "eagle2k4")
@@ -202,17 +200,21 @@ def test_t_quantiles_against_scipy() -> None:
     assert all(abs(t_quantile(df) - stats.t.ppf(0.975, df)) < 1e-4 for df in range(1, 31))
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mdsd_fast", "trees", *args], capture_output=True, text=True,
-                          cwd=cwd, timeout=300)  # fmt: skip
+def _cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    try:
+        code = main(["trees", *args])
+    except SystemExit as exc:  # argparse's usage errors exit through Parser.error
+        code = int(exc.code or 0)
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err
 
 
-def test_cli_contract(tmp_path: Path) -> None:
+def test_cli_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "o"
-    res = _cli("--shapes", "chain4,b2x4,eagle2k4", "--limit", "2", "--verifiers", "sd,rrs-wor,topk,block,traversal",
-               "--out", str(out), "--no-plots", cwd=tmp_path)  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    assert "| shape" in res.stdout and "Findings" in res.stdout
+    args = ["--shapes", "chain4,b2x4,eagle2k4", "--limit", "2", "--verifiers", "sd,rrs-wor,topk,block,traversal"]
+    code, stdout, err = _cli([*args, "--out", str(out), "--no-plots"], capsys)
+    assert code == 0, err
+    assert "| shape" in stdout and "Findings" in stdout
     rows = list(csv.DictReader(io.StringIO((out / "trees.csv").read_text())))
     for col in ("shape", "scheme", "verifier", "tokens_per_call", "ci_low", "ci_high", "bound_low", "bound_high"):
         assert col in rows[0]
@@ -241,8 +243,11 @@ def test_cli_contract(tmp_path: Path) -> None:
         (["--data", "missing.npz"], "--data"),
     ],
 )
-def test_cli_errors_are_one_line(tmp_path: Path, args: list[str], option: str) -> None:
-    res = _cli(*args, cwd=tmp_path)
-    assert res.returncode == 2
-    lines = res.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("mdsd-fast trees: error:") and option in lines[0], res.stderr
+def test_cli_errors_are_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], option: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _cli(args, capsys)
+    lines = err.strip().splitlines()
+    assert code == 2 and len(lines) == 1, err
+    assert lines[0].startswith("mdsd-fast trees: error:") and option in lines[0], err
