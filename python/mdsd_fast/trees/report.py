@@ -26,7 +26,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._validate import check_threads
-from ..report import expected_tokens
 from ..verifiers import acceptance, verifiers
 from ._nodes import DETERMINISTIC, node_verifier
 from .bound_drafted import drafted_bound
@@ -235,6 +234,7 @@ def tree_report(
         raise ValueError(f"limit: expected a positive integer (trees per shape), got {limit!r}")
     check_threads(threads)  # named here, not as a refusal of every tree
     from ..lm_trees import SHAPES  # the drafting law of each shipped shape (torch is not imported)
+    from ..report import expected_tokens  # the gap report's chain formula (imports mdsd_fast: not at load)
 
     records: list[dict[str, Any]] = []
     profiles: list[dict[str, Any]] = []
