@@ -181,8 +181,14 @@ def test_report_rows_profiles_and_chain_formula(report: TreeReport, shipped: T.T
     half = t_quantile(5) * vals.std(ddof=1) / math.sqrt(6)
     assert abs(r["ci_high"] - r["tokens_per_call"] - half) < 1e-12
     # chain formula: sd on a chain uses alpha = sum min(p, q) at the root, gamma = 4
-    t0 = shipped.compact_tree(idx[0])[0]
-    assert math.isfinite(r["chain_error"])
+    chains = [shipped.compact_tree(t)[0] for t in [m["tree"] for m in shipped.meta if m["shape"] == "chain4"][:6]]
+    alpha = np.array([np.minimum(t.p[0], t.q[0]).sum() for t in chains])
+    sd = rows[("chain4", "sd")]
+    assert abs(sd["root_alpha"] - alpha.mean()) < 1e-12
+    assert abs(sd["chain_formula"] - ((1 - alpha**5) / (1 - alpha)).mean()) < 1e-12
+    exact = np.array([T.tree_value(t, "sd").tokens_per_call for t in chains])
+    assert abs(sd["chain_error"] - (((1 - alpha**5) / (1 - alpha)) - exact).mean()) < 1e-12
+    t0 = chains[0]
     prof = [p for p in report.profiles if p["shape"] == "kseq4x4" and p["verifier"] == "kseq"]
     assert [p["depth"] for p in prof] == [1, 2, 3, 4] and abs(
         sum(p["p_accepted_ge"] for p in prof) - vals.mean() + 1

@@ -55,10 +55,14 @@ def findings(rep: TreeReport) -> list[dict[str, Any]]:
                 total = float(gain.sum())
                 root = float(gain[0] / total) if total > 0 else math.nan
                 per_depth = ", ".join(f"{g:+.3f}" for g in gain)
+                # depth 1 exactly over the root's drafting: the root's alpha, not its drafted tuple
+                r1, r1_lo, r1_hi = _paired(rep, shape, ot + ":root_alpha", base + ":root_alpha")
                 out.append(dict(kind="ot_gain_by_depth", shape=shape, ot=ot, base=base, gain=gain.tolist(), diff=m,
-                                ci_low=lo, ci_high=hi, root_share=root,
+                                ci_low=lo, ci_high=hi, root_share=root, root_alpha_gain=r1,
+                                root_alpha_ci_low=r1_lo, root_alpha_ci_high=r1_hi,
                                 text=f"{shape}: {ot} vs {base}: {m:+.3f} tokens/call (95% CI {lo:+.3f} to {hi:+.3f}); "
-                                f"P(accepted >= d) gains by depth d = 1..: {per_depth}"))  # fmt: skip
+                                f"P(accepted >= d) gains on the drafted trees by depth d = 1..: {per_depth}; "
+                                f"root acceptance exact over its drafting: {r1:+.4f} ({r1_lo:+.4f} to {r1_hi:+.4f})"))  # fmt: skip
                 break
         errs = [(n, r) for n, r in node.items() if _fin(r["chain_error"])]
         if errs:

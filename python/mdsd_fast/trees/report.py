@@ -83,7 +83,7 @@ class TreeReport:
     COLUMNS = (
         "shape", "scheme", "verifier", "kind", "trees", "refused", "drafts", "depth", "accepted",
         "tokens_per_call", "ci_low", "ci_high", "bound_low", "bound_high", "exact_trees",
-        "chain_formula", "chain_error", "chain_error_ci_low", "chain_error_ci_high", "note",
+        "root_alpha", "chain_formula", "chain_error", "chain_error_ci_low", "chain_error_ci_high", "note",
     )  # fmt: skip
     PROFILE_COLUMNS = ("shape", "scheme", "verifier", "depth", "p_accepted_ge", "ci_low", "ci_high", "trees")
 
@@ -266,10 +266,11 @@ def tree_report(
             rec["tokens_per_call"], rec["ci_low"], rec["ci_high"] = _ci(tpc)
             rec["accepted"] = rec["tokens_per_call"] - 1.0
             if name not in _TREE_LEVEL:
-                formula = np.array(
-                    [expected_tokens(_root_alpha(name, t, work_budget), int(t.depth.max())) for t in trees]
-                )
+                alpha = np.array([_root_alpha(name, t, work_budget) for t in trees])
+                per_tree[(shape, name + ":root_alpha")] = alpha
+                formula = np.array([expected_tokens(a, int(t.depth.max())) for a, t in zip(alpha, trees, strict=True)])
                 err = formula - tpc
+                rec["root_alpha"] = float(alpha.mean())
                 rec["chain_formula"] = float(formula.mean())
                 rec["chain_error"], rec["chain_error_ci_low"], rec["chain_error_ci_high"] = _ci(err)
             records.append(rec)
