@@ -247,12 +247,20 @@ def test_cli_contract(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
         (["--threads", "-1"], "--threads"),
         (["--shapes", "b2x4", "--verifiers", "sd"], "--verifiers"),
         (["--data", "missing.npz"], "--data"),
+        (["--data", "junk.npz"], "--data"),
+        (["--data", "zip.npz"], "--data"),
+        (["--data", "lmdist.npz"], "--data"),
     ],
 )
 def test_cli_errors_are_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: list[str], option: str
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    (tmp_path / "junk.npz").write_bytes(np.random.default_rng(0).bytes(3000))
+    (tmp_path / "zip.npz").write_bytes(b"PK\x03\x04garbage")
+    from mdsd_fast.data import default_dataset_path
+
+    (tmp_path / "lmdist.npz").write_bytes(Path(default_dataset_path()).read_bytes())  # a dataset, not trees
     code, _, err = _cli(args, capsys)
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err

@@ -317,7 +317,7 @@ class TreeDataset:
 def load_trees(path: str | os.PathLike[str] | None = None) -> TreeDataset:
     """Read a tree file (default: the shipped SmolLM2 sample). NumPy only; no pickles."""
     path = default_trees_path() if path is None else Path(path)
-    with np.load(path, allow_pickle=False) as z:
+    with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # our handle: closed even if np.load fails
         fmt = str(z["format"]) if "format" in z.files else ""
         if fmt != TREES_FORMAT:
             raise ValueError(f"{path}: not a {TREES_FORMAT} file (format field {fmt!r})")

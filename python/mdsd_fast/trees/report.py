@@ -172,17 +172,20 @@ def _applies(name: str, trees: Sequence[DraftTree]) -> str | None:
     return None
 
 
-def _values(name: str, trees: list[DraftTree], threads: int | None) -> tuple[list[Any], list[str]]:
+def _values(
+    name: str, trees: list[DraftTree], threads: int | None, work_budget: float | None
+) -> tuple[list[Any], list[str]]:  # fmt: skip
     """Per-tree TreeValues (None where the verifier refuses the tree) and the refusals' messages."""
+    opts: dict[str, Any] = {"threads": threads, "work_budget": work_budget}
     try:
-        return list(tree_values(trees, name, threads=threads)), []
+        return list(tree_values(trees, name, **opts)), []
     except ValueError:
         pass
     out: list[Any] = []
     why: list[str] = []
     for t in trees:  # one refusal must not hide the trees the verifier can value
         try:
-            out.append(tree_values([t], name, threads=threads)[0])
+            out.append(tree_values([t], name, **opts)[0])
         except ValueError as exc:
             out.append(None)
             why.append(str(exc))
@@ -239,23 +242,26 @@ def tree_report(
     records: list[dict[str, Any]] = []
     profiles: list[dict[str, Any]] = []
     per_tree: dict[tuple[str, str], NDArray[np.float64]] = {}
-    used: set[str] = set()
     kept: dict[str, list[DraftTree]] = {}
+    picked: dict[str, list[int]] = {}
     for shape in shape_names:
         idx = [m["tree"] for m in ts.meta if m["shape"] == shape and m["draft"] in draft_names][:limit]
-        if not idx:
-            continue
-        trees = [ts.compact_tree(t)[0] for t in idx]
-        kept[shape] = trees
+        if idx:
+            picked[shape], kept[shape] = idx, [ts.compact_tree(t)[0] for t in idx]
+    if not kept:
+        raise ValueError(f"shapes, drafts: no tree of the data is of shape {shape_names} and draft {draft_names}")
+    serve = {s: [n for n in names if _applies(n, trees) is None] for s, trees in kept.items()}
+    unused = [n for n in names if not any(n in v for v in serve.values())]
+    if verifiers is not None and unused:  # checked before any value is computed
+        raise ValueError(f"verifiers: {', '.join(map(repr, unused))} serve no node of the selected shapes")
+    for shape, trees in kept.items():
+        idx = picked[shape]
         scheme = "+".join(dict.fromkeys(s for t in trees for s in t.scheme if s))
         depth = max(int(t.depth.max()) for t in trees)
         dr = ",".join(dict.fromkeys(ts.meta[t]["draft"] for t in idx))
-        for name in names:
-            if _applies(name, trees) is not None:
-                continue
-            used.add(name)
+        for name in serve[shape]:
             rec = _record(shape, scheme, name, "tree" if name in _TREE_LEVEL else "verifier", dr, depth)
-            vals, why = _values(name, trees, threads)
+            vals, why = _values(name, trees, threads, work_budget)
             rec["trees"], rec["refused"] = len(trees), len(why)
             if why:
                 rec["note"] = f"refused on {len(why)} of {len(trees)} trees: {why[0]}"
@@ -265,8 +271,13 @@ def tree_report(
             per_tree[(shape, name)] = tpc
             rec["tokens_per_call"], rec["ci_low"], rec["ci_high"] = _ci(tpc)
             rec["accepted"] = rec["tokens_per_call"] - 1.0
-            if name not in _TREE_LEVEL:
-                alpha = np.array([_root_alpha(name, t, work_budget) for t in trees])
+            try:  # the root's exact alpha: a certificate can refuse it like a tree (then no chain formula)
+                alpha = (
+                    np.array([_root_alpha(name, t, work_budget) for t in trees]) if name not in _TREE_LEVEL else None
+                )
+            except ValueError as exc:
+                alpha, rec["note"] = None, f"no chain formula: {exc}"
+            if alpha is not None:
                 per_tree[(shape, name + ":root_alpha")] = alpha
                 formula = np.array([expected_tokens(a, int(t.depth.max())) for a, t in zip(alpha, trees, strict=True)])
                 err = formula - tpc
@@ -285,11 +296,6 @@ def tree_report(
         if np.isfinite(records[-1]["bound_low"]):
             per_tree[(shape, "bound")] = np.array(records[-1].pop("_per_tree"))
         records[-1].pop("_per_tree", None)
-    if not records:
-        raise ValueError(f"shapes, drafts: no tree of the data is of shape {shape_names} and draft {draft_names}")
-    unused = [n for n in names if n not in used]
-    if verifiers is not None and unused:
-        raise ValueError(f"verifiers: {', '.join(map(repr, unused))} verify no node of the selected shapes")
     from ._report_findings import findings
 
     meta = {
