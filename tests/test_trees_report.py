@@ -82,14 +82,15 @@ def _applicable(t: T.DraftTree) -> list[str]:
     return [n for n in TREE_REPORT_VERIFIERS if _applies(n, [t]) is None]
 
 
-REAL_SIM = [("chain4", ""), ("b2x4", "rrs-wor,traversal"), ("kseq4x4", ""), ("eagle2k4", ""),
+# chains: every registry verifier is sd at n = 1 (the same law), so sd stands for them
+REAL_SIM = [("chain4", "sd,block,traversal"), ("b2x4", "rrs-wor,traversal"), ("kseq4x4", ""), ("eagle2k4", ""),
             pytest.param("b2x4", "sweep", marks=pytest.mark.slow)]  # fmt: skip
 
 
 @pytest.mark.parametrize("shape, only", REAL_SIM)
 def test_exact_value_matches_simulation_on_real_trees(shipped: T.TreeDataset, shape: str, only: str) -> None:
     """Every applicable verifier on one real tree: exact mean accepted length = 1,500 simulated
-    verifications within 4 SE (SE ~ 0.02-0.035; a bias of 0.15 token is caught with power > 0.99).
+    verifications within 4 SE (SE <= 0.04, so a bias of 0.3 token is caught with power > 0.999).
     Registry verifiers through verify_tree, traversal through its sampler, block through block_verify."""
     t = _one(shipped, shape, "skip4")
     gen = np.random.default_rng(11)
@@ -120,7 +121,7 @@ def test_greedy_value_is_node_greedy() -> None:
         assert abs(greedy_value(p, q, n, sch, u) - node_greedy(p, q, n, sch, u)[0]) < 1e-12
 
 
-@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("seed", range(2))
 @pytest.mark.parametrize("shape", [[2, 1], [2, 2], [3], [1, 1, 1]])
 @pytest.mark.parametrize("scheme", ["iid", "wor"])
 def test_bound_interval_holds_the_exact_bound(seed: int, shape: list[int], scheme: str) -> None:
@@ -140,6 +141,17 @@ def test_bound_interval_holds_the_exact_bound(seed: int, shape: list[int], schem
     assert mean_low <= exact + 1e-12
     if len(shape) > 1 and scheme == "iid":  # the interval is not trivially closed
         assert any(not drafted_bound(t).exact for _, t in drafted)
+
+
+def test_bound_interval_negative_control() -> None:
+    """The containment has power: the intervals of trees drafted from another law miss its bound."""
+    missed = 0
+    for seed in range(2):
+        exact = T.tree_bound(toy_oracle(4, seed), [(2, "iid"), (1, "iid")]).value
+        for _, t in T.enumerate_branching(toy_oracle(4, seed + 100), [2, 1], "iid"):
+            b = drafted_bound(t)
+            missed += not (b.low - 1e-12 <= exact <= b.high + 1e-12)
+    assert missed > 0
 
 
 @pytest.mark.parametrize("seed", range(3))
