@@ -277,3 +277,11 @@ def test_cli_errors_are_one_line(
     lines = err.strip().splitlines()
     assert code == 2 and len(lines) == 1, err
     assert lines[0].startswith("mdsd-fast trees: error:") and option in lines[0], err
+
+
+def test_report_does_not_depend_on_threads() -> None:
+    kw = dict(shapes=["kseq4x4", "b2x4"], verifiers=["rrs", "optimal", "rrs-wor", "traversal"], limit=3)
+    one, two = tree_report(threads=1, **kw), tree_report(threads=2, **kw)
+    strip = [{k: v for k, v in r.items() if k != "note"} for r in one.records]
+    assert strip == [{k: v for k, v in r.items() if k != "note"} for r in two.records]
+    assert one.profiles == two.profiles
