@@ -187,7 +187,36 @@ class TreeDatasetBuilder:
             arrays[f"{key}_planes"] = _to_planes(k)
             arrays[f"{key}_trunc"] = np.maximum(1.0 - np.add.reduceat(v, offs[:-1]), 0.0)
             arrays[f"{key}_quant"] = l1
+        self._settle_ranked(arrays, offs)
         return write_npz(path, arrays)
+
+    def _settle_ranked(self, arrays: dict[str, Any], offs: NDArray[np.int64]) -> None:
+        """A "topk" node whose drafted set is not the top of its *stored* q (near-ties that the
+        fixed-point rows order differently from the model's precision) is written as "static": the
+        same deterministic-set rule, without the claim that the set is q's top (docs/DATA.md)."""
+        q = _fixed_decode(arrays["q_planes"], arrays["q_exp"].astype(np.int64), offs)
+        names = [str(x) for x in arrays["scheme_names"].tolist()]
+        scheme = arrays["scheme"].astype(np.int64)
+        if "topk" not in names:
+            return
+        topk, g, moved = names.index("topk"), 0, 0
+        for tree, nodes, _, _ in self._trees:
+            for i, nd in enumerate(nodes):
+                if scheme[g] == topk:
+                    a, b = int(offs[g]), int(offs[g + 1])
+                    order = np.lexsort((nd.support, -q[a:b]))  # value desc, then the lower id
+                    drafted = tree.token[tree.draws(i)]
+                    if not np.array_equal(np.sort(nd.support[order[: drafted.size]]), np.sort(drafted)):
+                        if "static" not in names:
+                            names.append("static")
+                        scheme[g], moved = names.index("static"), moved + 1
+                g += 1
+        if moved:
+            arrays["scheme"] = scheme.astype(np.int8)
+            arrays["scheme_names"] = np.array(names)
+            info = json.loads(str(arrays["info"]))
+            info["topk_nodes_written_static"] = moved
+            arrays["info"] = np.array(json.dumps(info, sort_keys=True))
 
 
 class TreeDataset:
