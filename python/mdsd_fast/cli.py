@@ -411,7 +411,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"mdsd_fast {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(
-        dest="command", metavar="{report,demo,audit,extract,extract-trees,convert}", parser_class=Parser
+        dest="command", metavar="{report,trees,demo,audit,extract,extract-trees,convert}", parser_class=Parser
     )
     parents = [debug_parent()]
     _add_report_parser(sub, parents)
@@ -419,6 +419,9 @@ def build_parser() -> Parser:
     demo.add_argument("--max-n", type=positive_int, default=4, help="largest number of drafts (default 4)")
     demo.set_defaults(func=_demo)
     _add_audit_parser(sub, parents)
+    from ._cli_trees import add_trees_parser
+
+    add_trees_parser(sub, parents)
     from .convert import add_convert_parser  # pyarrow is imported only when `convert` runs
     from .lm import add_extract_parser  # torch is imported only when `extract` runs
     from .lm_trees import add_extract_trees_parser
