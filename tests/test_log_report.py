@@ -147,6 +147,10 @@ def test_resume_reuses_every_group(
     assert again.metadata["units_reused"] == again.metadata["units"] == first.metadata["units"] > 1
     np.testing.assert_equal(again.records, first.records)
     assert "resume: reused 4 of 4 groups" in capsys.readouterr().err
+    log_report(
+        mixed[0], config=dataclasses.replace(CFG, seed=5), out_dir=tmp_path, progress=False, draft="full", resume=True
+    )
+    assert "resume: reused 0 of 4 groups (4 recomputed: config changed for 4)" in capsys.readouterr().err
 
 
 def test_complete_rows_equal_the_dense_report(tmp_path: Path) -> None:

@@ -301,9 +301,17 @@ def log_report(
     holder = tempfile.TemporaryDirectory(prefix="mdsd-logs-") if out_dir is None else None
     out = os.path.abspath(holder.name if holder else str(out_dir))
     todo = units
-    if resume:
-        todo = [u for u in units if _shard_stale(Path(out) / "shards" / f"{u.shard_name}.npz", u.resume_key(cfg))]
-        print(f"resume: reused {len(units) - len(todo)} of {len(units)} groups", file=sys.stderr, flush=True)
+    if resume:  # as the dense report: reuse a unit whose key matches, say why the others are redone
+        todo, reasons = [], dict[str, int]()
+        for u in units:
+            why = _shard_stale(Path(out) / "shards" / f"{u.shard_name}.npz", u.resume_key(cfg))
+            if why is not None:
+                todo.append(u)
+                reasons[why] = reasons.get(why, 0) + 1
+        line = f"resume: reused {len(units) - len(todo)} of {len(units)} groups"
+        if todo:
+            line += f" ({len(todo)} recomputed: " + ", ".join(f"{w} for {c}" for w, c in reasons.items()) + ")"
+        print(line, file=sys.stderr, flush=True)
     _run_units(todo, cfg, out, workers=workers, scheduler=scheduler, progress=progress, compute=compute_log_unit)
     records, findings, counts = _summarise(units, cfg, out)
     metadata = dict(
