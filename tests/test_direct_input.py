@@ -123,7 +123,8 @@ def test_kseq_direct_is_lossless_at_full_vocabulary() -> None:
     """Where kseq's bracket passes run (V = 4,096, thousands of breakpoints): 20,000 positions of
     one row, chi-square against p over 64 bins of equal p-mass (fails below LEVEL = 1e-6). Negative
     control: the planned kseq with the classic bug (every rejection resampled from p) fails the
-    same test on the same row."""
+    same test on the same row. Power, measured over 20 seeds each: the bug gave p < 1e-150 in 20
+    of 20, the direct route p > 0.009 in 20 of 20."""
     from test_verifiers_stats import LEVEL, chi2_pvalue
 
     P, Q = _rows(1, 4096, 21)
