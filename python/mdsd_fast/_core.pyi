@@ -157,6 +157,11 @@ class _TestingModule:
     @staticmethod
     def race_weights(q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], h: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]: ...
     @staticmethod
+    def wor_alpha_race(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, defer: bool) -> tuple:
+        """
+        (alpha*_wor, k_star, tokens batched) by the race integral, tiny tokens batched (defer) or one by one.
+        """
+    @staticmethod
     def race_greedy(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, order: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], division: bool = True) -> tuple: ...
 _testing: _TestingModule
 __version__: str = '0.1.0'
