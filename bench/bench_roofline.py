@@ -1,6 +1,7 @@
 """The roofline yardstick: every alpha* kernel against the time to stream its input once.
 
 Run:  python bench/bench_roofline.py [--repeats 15] [--json bench/results/roofline.json]
+      [--previous OLD.json]  (an earlier run's JSON: its kernel time and ratios side by side)
 
 A ratio to numpy.argsort depends on the machine (a radix sort is memory-bound, argsort is not);
 the physical floor does not: a kernel that reads p and q must at least stream 2 * 8 * V bytes.
@@ -9,6 +10,8 @@ For each V and kernel this times, side by side in one loop (medians), on one thr
 * the kernel (the C++ dual through ``_core.dual_batch`` on one validated row, no Python checks),
 * the floor: ``np.copyto`` of p and q into preallocated buffers (the same bytes read once),
 * ``numpy.argsort`` of V float64 values,
+* for iid kernels, also the full-sort route the selection replaced (``_core._testing.dual_batch_sorted``,
+  the same alpha* and certificate bit for bit),
 
 and prints kernel / floor and kernel / argsort with the machine's cache sizes.
 """
@@ -55,14 +58,22 @@ def main() -> int:
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 49_152, 151_936])
     ap.add_argument("--json", default=None)
+    ap.add_argument("--previous", default=None, help="an earlier run's JSON, printed beside this one")
     args = ap.parse_args()
+    prev: dict[tuple[int, str, int], dict[str, float]] = {}
+    if args.previous:
+        with open(args.previous) as f:
+            prev = {(r["V"], r["scheme"], r["n"]): r for r in json.load(f)["rows"]}
     info = machine_info()
     info["caches"] = caches()
     print(f"machine: {info}")
     rng = np.random.default_rng(0)
     rows = []
-    print("| V | kernel | n | kernel µs | floor µs | argsort µs | / floor | / argsort |")
-    print("|---|---|---|---|---|---|---|---|")
+    head = "| V | kernel | n | kernel µs | floor µs | argsort µs | / floor | / argsort | sorted route µs |"
+    if prev:
+        head += " previous µs | previous / floor | previous / argsort |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
     for V in args.sizes:
         p, q = llm_like(rng, V)
         p2, q2, _ = as_pair(p, q)
@@ -83,11 +94,28 @@ def main() -> int:
             t_k2, t_s = side_by_side(kernel, lambda: np.argsort(p2[0]), args.repeats)
             tk = min(t_k, t_k2)
             row = dict(V=V, scheme=scheme, n=n, kernel_s=tk, floor_s=t_f, argsort_s=t_s)
+            sorted_col = "—"
+            if scheme == "iid":
+
+                def sorted_route(k: int = n) -> None:
+                    _core._testing.dual_batch_sorted(p2, q2, k, "iid", "auto", False, 1)
+
+                row["sorted_s"], _ = side_by_side(sorted_route, kernel, args.repeats)
+                sorted_col = f"{row['sorted_s'] * 1e6:,.0f}"
             rows.append(row)
-            print(
-                f"| {V:,} | {scheme} | {n} | {tk * 1e6:.0f} | {t_f * 1e6:.1f} | {t_s * 1e6:.0f} | "
-                f"{tk / t_f:.1f} | {tk / t_s:.2f} |"
+            line = (
+                f"| {V:,} | {scheme} | {n} | {tk * 1e6:,.0f} | {t_f * 1e6:.1f} | {t_s * 1e6:,.0f} | "
+                f"{tk / t_f:.1f} | {tk / t_s:.2f} | {sorted_col} |"
             )
+            if prev:
+                o = prev.get((V, scheme, n))
+                line += (
+                    " — | — | — |"
+                    if o is None
+                    else f" {o['kernel_s'] * 1e6:,.0f} | {o['kernel_s'] / o['floor_s']:.1f} | "
+                    f"{o['kernel_s'] / o['argsort_s']:.2f} |"
+                )
+            print(line, flush=True)
         del t_floor, t_sort
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
