@@ -2,6 +2,7 @@
 
 Run:  python bench/bench_roofline.py [--repeats 15] [--json bench/results/roofline.json]
       [--previous OLD.json]  (an earlier run's JSON: its kernel time and ratios side by side)
+      [--clock cpu] [--stat min]  (steadier on a machine shared with other jobs, see side_by_side)
 
 A ratio to numpy.argsort depends on the machine (a radix sort is memory-bound, argsort is not);
 the physical floor does not: a kernel that reads p and q must at least stream 2 * 8 * V bytes.
@@ -21,7 +22,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
+import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -59,13 +63,22 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 49_152, 151_936])
     ap.add_argument("--json", default=None)
     ap.add_argument("--previous", default=None, help="an earlier run's JSON, printed beside this one")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this thread's CPU time")
+    ap.add_argument("--stat", choices=["median", "min"], default="median")
     args = ap.parse_args()
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    stat = min if args.stat == "min" else statistics.median
+
+    def timed(f: Callable[[], object], g: Callable[[], object]) -> tuple[float, float]:
+        return side_by_side(f, g, args.repeats, clock, stat)
+
     prev: dict[tuple[int, str, int], dict[str, float]] = {}
     if args.previous:
         with open(args.previous) as f:
             prev = {(r["V"], r["scheme"], r["n"]): r for r in json.load(f)["rows"]}
     info = machine_info()
     info["caches"] = caches()
+    info["timing"] = f"{args.clock} clock, {args.stat} of {args.repeats}"
     print(f"machine: {info}")
     rng = np.random.default_rng(0)
     rows = []
@@ -83,15 +96,15 @@ def main() -> int:
             np.copyto(bp, p2)
             np.copyto(bq, q2)
 
-        _, t_floor = side_by_side(lambda: None, floor, args.repeats)
-        _, t_sort = side_by_side(lambda: None, lambda: np.argsort(p2[0]), args.repeats)
+        _, t_floor = timed(lambda: None, floor)
+        _, t_sort = timed(lambda: None, lambda: np.argsort(p2[0]))
         for scheme, n in KERNELS:
 
             def kernel(s: str = scheme, k: int = n) -> None:
                 _core.dual_batch(p2, q2, k, s, "auto", False, 1)
 
-            t_k, t_f = side_by_side(kernel, floor, args.repeats)
-            t_k2, t_s = side_by_side(kernel, lambda: np.argsort(p2[0]), args.repeats)
+            t_k, t_f = timed(kernel, floor)
+            t_k2, t_s = timed(kernel, lambda: np.argsort(p2[0]))
             tk = min(t_k, t_k2)
             row = dict(V=V, scheme=scheme, n=n, kernel_s=tk, floor_s=t_f, argsort_s=t_s)
             sorted_col = "—"
@@ -100,7 +113,7 @@ def main() -> int:
                 def sorted_route(k: int = n) -> None:
                     _core._testing.dual_batch_sorted(p2, q2, k, "iid", "auto", False, 1)
 
-                row["sorted_s"], _ = side_by_side(sorted_route, kernel, args.repeats)
+                row["sorted_s"], _ = timed(sorted_route, kernel)
                 sorted_col = f"{row['sorted_s'] * 1e6:,.0f}"
             rows.append(row)
             line = (

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,38 @@ mdsd::WorMethod parse_wor(const std::string& s) {
     throw std::invalid_argument("wor_method: expected 'auto', 'exact' or 'integral', got '" + s + "'");
 }
 
+// The calling thread keeps its workspace between calls. A fresh one touches new pages on every
+// call (about 350 for one row at V = 49,152), and on a VM a page fault costs microseconds: as much
+// as the kernel itself. Worker threads live for one call, so only the caller's is kept; a
+// re-entrant call (a signal handler calling back in) gets a fresh one. Results do not depend on
+// it: every kernel sizes what it reads.
+class CallerDualWorkspace {
+  public:
+    CallerDualWorkspace() {
+        thread_local mdsd::DualWorkspace kept;
+        thread_local bool busy = false;
+        if (!busy) {
+            busy = true;
+            busy_ = &busy;
+            ws_ = &kept;
+        } else {
+            own_ = std::make_unique<mdsd::DualWorkspace>();
+            ws_ = own_.get();
+        }
+    }
+    ~CallerDualWorkspace() {
+        if (busy_) *busy_ = false;
+    }
+    CallerDualWorkspace(const CallerDualWorkspace&) = delete;
+    CallerDualWorkspace& operator=(const CallerDualWorkspace&) = delete;
+    mdsd::DualWorkspace& get() { return *ws_; }
+
+  private:
+    mdsd::DualWorkspace* ws_ = nullptr;
+    bool* busy_ = nullptr;
+    std::unique_ptr<mdsd::DualWorkspace> own_;
+};
+
 py::tuple dual_batch_route(const F64& p, const F64& q, int n, const std::string& scheme, const std::string& wor_method,
                            bool certificate, int threads, mdsd::IidRoute route) {
     if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
@@ -35,8 +68,9 @@ py::tuple dual_batch_route(const F64& p, const F64& q, int n, const std::string&
     std::vector<std::vector<int64_t>> certs(certificate ? B : 0);
     {
         py::gil_scoped_release nogil;
-        mdsd::parallel_rows<mdsd::DualWorkspace>(B, threads, [&](int64_t r, mdsd::DualWorkspace& ws) {
-            a[r] = mdsd::dual_alpha(pp + r * V, qq + r * V, V, n, sc, wm, ws, certificate ? &certs[r] : nullptr, route);
+        mdsd::parallel_rows<CallerDualWorkspace>(B, threads, [&](int64_t r, CallerDualWorkspace& ws) {
+            a[r] = mdsd::dual_alpha(pp + r * V, qq + r * V, V, n, sc, wm, ws.get(), certificate ? &certs[r] : nullptr,
+                                    route);
         });
     }
     if (!certificate) return py::make_tuple(alpha, py::none());
