@@ -3,6 +3,7 @@
 Run:  python bench/bench_roofline.py [--repeats 15] [--json bench/results/roofline.json]
       [--previous OLD.json]  (an earlier run's JSON: its kernel time and ratios side by side)
       [--clock cpu] [--stat min]  (steadier on a machine shared with other jobs, see side_by_side)
+      [--batch 256]  (also: iid n = 4 on B rows, one thread against two, kernel and public API)
 
 A ratio to numpy.argsort depends on the machine (a radix sort is memory-bound, argsort is not);
 the physical floor does not: a kernel that reads p and q must at least stream 2 * 8 * V bytes.
@@ -57,6 +58,31 @@ def caches() -> str:
     return ", ".join(out)
 
 
+def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]) -> list[dict[str, object]]:
+    """iid n = 4 on a (B, V) batch, one thread against two (wall clock, 3 alternate runs): the C++
+    kernel alone (``_core.dual_batch`` on validated rows) and the public API (validation included)."""
+    import mdsd_fast as mf
+
+    out: list[dict[str, object]] = []
+    print("\n| batch | route | 1 thread s | 2 threads s | speed-up |")
+    print("|---|---|---|---|---|")
+    for V in sizes:
+        rng = np.random.default_rng(1)
+        P = np.empty((B, V))
+        Q = np.empty((B, V))
+        for b in range(B):
+            P[b], Q[b] = llm_like(rng, V)
+        p2, q2, _ = as_pair(P, Q)
+        for route, call in (
+            ("kernel", lambda t: _core.dual_batch(p2, q2, 4, "iid", "auto", False, t)),  # noqa: B023
+            ("mf.optimal_acceptance", lambda t: mf.optimal_acceptance(P, Q, 4, "iid", threads=t)),  # noqa: B023
+        ):
+            t1, t2 = side_by_side(lambda c=call: c(1), lambda c=call: c(2), 3, time.perf_counter, stat)
+            print(f"| {B} x {V:,} | {route} | {t1:.3f} | {t2:.3f} | {t1 / t2:.2f}x |", flush=True)
+            out.append(dict(V=V, B=B, route=route, one_thread_s=t1, two_threads_s=t2, speedup=t1 / t2))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=15)
@@ -65,6 +91,7 @@ def main() -> int:
     ap.add_argument("--previous", default=None, help="an earlier run's JSON, printed beside this one")
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this thread's CPU time")
     ap.add_argument("--stat", choices=["median", "min"], default="median")
+    ap.add_argument("--batch", type=int, default=0, help="B > 0: also time a (B, V) iid batch on 1 and 2 threads")
     args = ap.parse_args()
     clock = time.thread_time if args.clock == "cpu" else time.perf_counter
     stat = min if args.stat == "min" else statistics.median
@@ -75,7 +102,7 @@ def main() -> int:
     prev: dict[tuple[int, str, int], dict[str, float]] = {}
     if args.previous:
         with open(args.previous) as f:
-            prev = {(r["V"], r["scheme"], r["n"]): r for r in json.load(f)["rows"]}
+            prev = {(r["V"], r["scheme"], r["n"]): r for r in json.load(f)["rows"] if "scheme" in r}
     info = machine_info()
     info["caches"] = caches()
     info["timing"] = f"{args.clock} clock, {args.stat} of {args.repeats}"
@@ -130,6 +157,9 @@ def main() -> int:
                 )
             print(line, flush=True)
         del t_floor, t_sort
+    if args.batch > 0:
+        batch_rows = batch_scaling(args.sizes, args.batch, stat)
+        rows.extend(batch_rows)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:

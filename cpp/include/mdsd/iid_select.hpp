@@ -61,21 +61,16 @@ inline double sel_bucket_floor(int64_t b) {
 }
 
 struct IidSelectWorkspace {
-    struct Item {
+    struct Item {  // p and q ride along, so the scan reads the kept tokens in order (no gathers)
         uint64_t key;
+        double p, q;
         int32_t idx;
     };
-    struct Fine {  // a kept coarse bucket's share of the fine buckets
-        uint32_t base;  // its first fine bucket
-        uint32_t mask;  // its fine buckets - 1 (a power of two)
-        int shift;      // fine digit = (key >> shift) & mask
-    };
     std::vector<uint64_t> keys;  // per token; kNoKey off the support
-    std::vector<uint32_t> cnt;   // tokens per coarse bucket
+    std::vector<uint32_t> cnt;   // tokens per coarse bucket, then each one's end in `items`
     std::vector<double> bp, bq;  // p and q mass per coarse bucket (for the bounds only)
-    std::vector<Fine> fine;
-    std::vector<uint32_t> fcnt;  // tokens per fine bucket, then each one's start in `items`
-    std::vector<Item> items;
+    std::vector<Item> items, tmp;
+    std::vector<uint32_t> fine;  // one bucket's counting sort
 };
 
 constexpr uint64_t kNoKey = ~uint64_t{0};  // above every finite ratio's key
@@ -90,6 +85,50 @@ struct IidSelectResult {
 
 inline bool item_less(const IidSelectWorkspace::Item& x, const IidSelectWorkspace::Item& y) {
     return x.key < y.key || (x.key == y.key && x.idx < y.idx);
+}
+
+// Sorts a[0, s), one coarse bucket's tokens in token order, by key with ties in token order
+// (the stable sort's order). A counting sort on the next bits (about one fine bucket per token)
+// leaves inversions only inside fine buckets, which one insertion pass removes; fine buckets
+// wider than 32 (crowded ratios) and the end buckets, which span many binades, are sorted by
+// (key, token) instead, so the cost stays O(s log s) at worst.
+inline void sort_bucket(IidSelectWorkspace::Item* a, int64_t s, bool end_bucket, IidSelectWorkspace& ws) {
+    using Item = IidSelectWorkspace::Item;
+    if (s > 8) {
+        int lg = 0;
+        if (!end_bucket)
+            while (lg < 16 && (int64_t{1} << lg) < s) ++lg;
+        bool wide = lg == 0;
+        if (lg > 0) {
+            const int sh = kSelShift - lg;
+            const uint32_t nf = uint32_t{1} << lg;
+            ws.fine.assign(nf + 1, 0);
+            uint32_t* c = ws.fine.data();
+            for (int64_t j = 0; j < s; ++j) ++c[((a[j].key >> sh) & (nf - 1)) + 1];
+            for (uint32_t f = 0; f < nf; ++f) {
+                wide |= c[f + 1] > 32;
+                c[f + 1] += c[f];
+            }
+            ws.tmp.resize(s);
+            Item* t = ws.tmp.data();
+            for (int64_t j = 0; j < s; ++j) t[c[(a[j].key >> sh) & (nf - 1)]++] = a[j];
+            std::memcpy(a, t, s * sizeof(Item));
+        }
+        if (wide) {
+            if (!std::is_sorted(a, a + s, item_less)) std::sort(a, a + s, item_less);
+            return;
+        }
+    }
+    for (int64_t x = 1; x < s; ++x) {
+        if (!(a[x - 1].key > a[x].key)) continue;
+        const Item v = a[x];
+        int64_t y = x;
+        do {
+            a[y] = a[y - 1];
+            --y;
+        } while (y > 0 && a[y - 1].key > v.key);
+        a[y] = v;
+    }
 }
 
 // Fills order[0, kept) with the first `kept` tokens of the ratio order (kept >= k_star) and
@@ -162,63 +201,32 @@ inline IidSelectResult iid_select(const double* p, const double* q, int64_t V, i
         }
     }
     if (bcut < 0) return res;  // no prefix beats the empty one: alpha* = 1, H empty
-    // The kept tokens are those with key < kend. Each kept coarse bucket of c tokens gets about
-    // c fine buckets on its next bits (the two end buckets, which span many binades, get one),
-    // so a counting sort on the fine digit leaves few inversions for one insertion pass.
+    // Scatter the kept buckets' tokens (key < kend), bucket by bucket, in token order: about 4,000
+    // write streams, which stay in cache, unlike one per token.
     const uint64_t kend = bcut + 1 == kSelBuckets ? kNoKey : key_bits(sel_bucket_floor(bcut + 1));
-    ws.fine.resize(kSelBuckets + 1);
-    uint32_t nf = 0;
+    int64_t m = 0;
     for (int64_t b = 0; b <= bcut; ++b) {
-        int lg = 0;
-        if (b > 0 && b + 1 < kSelBuckets)
-            while (lg < 20 && (uint32_t{1} << lg) < cnt[b]) ++lg;
-        ws.fine[b] = {nf, (uint32_t{1} << lg) - 1, kSelShift - lg};
-        nf += uint32_t{1} << lg;
+        const uint32_t c = cnt[b];
+        cnt[b] = static_cast<uint32_t>(m);
+        m += c;
     }
-    // Dropped tokens (and those off the support: entry kSelBuckets) go to fine bucket nf, the
-    // last, so the two passes below need no branch on whether a token is kept.
-    for (int64_t b = bcut + 1; b <= kSelBuckets; ++b) ws.fine[b] = {nf, 0, 0};
-    const IidSelectWorkspace::Fine* fine = ws.fine.data();
-    auto fine_of = [&](uint64_t key) {
-        const IidSelectWorkspace::Fine& f = fine[key < kend ? sel_bucket(key) : kSelBuckets];
-        return f.base + (static_cast<uint32_t>(key >> f.shift) & f.mask);
-    };
-    ws.fcnt.assign(nf + 2, 0);
-    uint32_t* fc = ws.fcnt.data();
-    for (int64_t i = 0; i < V; ++i) ++fc[fine_of(keys[i]) + 1];
-    uint32_t widest = 0;
-    for (uint32_t f = 0; f < nf; ++f) {
-        widest = std::max(widest, fc[f + 1]);
-        fc[f + 1] += fc[f];
-    }
-    const int64_t m = fc[nf];
-    ws.items.resize(V);  // the kept tokens, then the dropped ones (never read)
+    ws.items.resize(m);
     Item* it = ws.items.data();
-    for (int64_t i = 0; i < V; ++i) it[fc[fine_of(keys[i])]++] = {keys[i], static_cast<int32_t>(i)};
-    // fc[f] is now the end of fine bucket f. Wide buckets (many tokens in a narrow ratio range,
-    // or the end buckets) are sorted on their own so the insertion pass stays linear.
-    if (widest > 32) {
-        for (uint32_t f = 0, a = 0; f < nf; a = fc[f], ++f)
-            if (fc[f] - a > 32 && !std::is_sorted(it + a, it + fc[f], item_less))
-                std::sort(it + a, it + fc[f], item_less);
+    for (int64_t i = 0; i < V; ++i) {
+        const uint64_t key = keys[i];
+        if (key < kend) it[cnt[sel_bucket(key)]++] = {key, p[i], q[i], static_cast<int32_t>(i)};
     }
-    // Stable: equal keys share a fine bucket, scattered in token order, and insertion keeps it.
-    for (int64_t x = 1; x < m; ++x) {
-        if (!(it[x - 1].key > it[x].key)) continue;
-        const Item v = it[x];
-        int64_t y = x;
-        do {
-            it[y] = it[y - 1];
-            --y;
-        } while (y > 0 && it[y - 1].key > v.key);
-        it[y] = v;
-    }
+    // Sort each bucket in cache and scan it: cnt[b] is now bucket b's end.
     order.resize(m);
     IidScan scan;
-    for (int64_t j = 0; j < m; ++j) {
-        const int32_t i = it[j].idx;
-        order[j] = i;
-        scan.add(p[i], q[i], n);
+    for (int64_t b = 0, lo = 0; b <= bcut; lo = cnt[b], ++b) {
+        const int64_t s = cnt[b] - lo;
+        Item* a = it + lo;
+        sort_bucket(a, s, b == 0 || b + 1 == kSelBuckets, ws);
+        for (int64_t j = 0; j < s; ++j) {
+            order[lo + j] = a[j].idx;
+            scan.add(a[j].p, a[j].q, n);
+        }
     }
     res.best = scan.best;
     res.k_star = scan.kbest;
