@@ -148,8 +148,11 @@ py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
 
 }  // namespace
 
+void register_dual_testing(py::module_& t);  // register_dual.cpp
+
 void register_testing(py::module_& m) {
     py::module_ t = m.def_submodule("_testing", "Hooks into the C++ kernels for the tests (not a public API).");
+    register_dual_testing(t);
     t.def("race_weights", &race_weights, py::arg("q"), py::arg("h"), py::arg("n"),
           "E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the\n"
           "exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).");
