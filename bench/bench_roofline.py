@@ -1,6 +1,9 @@
 """The roofline yardstick: every alpha* kernel against the time to stream its input once.
 
 Run:  python bench/bench_roofline.py [--repeats 15] [--json bench/results/roofline.json]
+      [--previous OLD.json]  (an earlier run's JSON: its kernel time and ratios side by side)
+      [--clock cpu] [--stat min]  (steadier on a machine shared with other jobs, see side_by_side)
+      [--batch 256]  (also: iid n = 4 on B rows, one thread against two, kernel and public API)
 
 A ratio to numpy.argsort depends on the machine (a radix sort is memory-bound, argsort is not);
 the physical floor does not: a kernel that reads p and q must at least stream 2 * 8 * V bytes.
@@ -9,6 +12,8 @@ For each V and kernel this times, side by side in one loop (medians), on one thr
 * the kernel (the C++ dual through ``_core.dual_batch`` on one validated row, no Python checks),
 * the floor: ``np.copyto`` of p and q into preallocated buffers (the same bytes read once),
 * ``numpy.argsort`` of V float64 values,
+* for iid kernels, also the full-sort route the selection replaced (``_core._testing.dual_batch_sorted``,
+  the same alpha* and certificate bit for bit),
 
 and prints kernel / floor and kernel / argsort with the machine's cache sizes.
 """
@@ -18,7 +23,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import sys
+import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -50,19 +58,62 @@ def caches() -> str:
     return ", ".join(out)
 
 
+def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]) -> list[dict[str, object]]:
+    """iid n = 4 on a (B, V) batch, one thread against two (wall clock, 3 alternate runs): the C++
+    kernel alone (``_core.dual_batch`` on validated rows) and the public API (validation included)."""
+    import mdsd_fast as mf
+
+    out: list[dict[str, object]] = []
+    print("\n| batch | route | 1 thread s | 2 threads s | speed-up |")
+    print("|---|---|---|---|---|")
+    for V in sizes:
+        rng = np.random.default_rng(1)
+        P = np.empty((B, V))
+        Q = np.empty((B, V))
+        for b in range(B):
+            P[b], Q[b] = llm_like(rng, V)
+        p2, q2, _ = as_pair(P, Q)
+        for route, call in (
+            ("kernel", lambda t: _core.dual_batch(p2, q2, 4, "iid", "auto", False, t)),  # noqa: B023
+            ("mf.optimal_acceptance", lambda t: mf.optimal_acceptance(P, Q, 4, "iid", threads=t)),  # noqa: B023
+        ):
+            t1, t2 = side_by_side(lambda c=call: c(1), lambda c=call: c(2), 3, time.perf_counter, stat)
+            print(f"| {B} x {V:,} | {route} | {t1:.3f} | {t2:.3f} | {t1 / t2:.2f}x |", flush=True)
+            out.append(dict(V=V, B=B, route=route, one_thread_s=t1, two_threads_s=t2, speedup=t1 / t2))
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 49_152, 151_936])
     ap.add_argument("--json", default=None)
+    ap.add_argument("--previous", default=None, help="an earlier run's JSON, printed beside this one")
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this thread's CPU time")
+    ap.add_argument("--stat", choices=["median", "min"], default="median")
+    ap.add_argument("--batch", type=int, default=0, help="B > 0: also time a (B, V) iid batch on 1 and 2 threads")
     args = ap.parse_args()
+    clock = time.thread_time if args.clock == "cpu" else time.perf_counter
+    stat = min if args.stat == "min" else statistics.median
+
+    def timed(f: Callable[[], object], g: Callable[[], object]) -> tuple[float, float]:
+        return side_by_side(f, g, args.repeats, clock, stat)
+
+    prev: dict[tuple[int, str, int], dict[str, float]] = {}
+    if args.previous:
+        with open(args.previous) as f:
+            prev = {(r["V"], r["scheme"], r["n"]): r for r in json.load(f)["rows"] if "scheme" in r}
     info = machine_info()
     info["caches"] = caches()
+    info["timing"] = f"{args.clock} clock, {args.stat} of {args.repeats}"
     print(f"machine: {info}")
     rng = np.random.default_rng(0)
     rows = []
-    print("| V | kernel | n | kernel µs | floor µs | argsort µs | / floor | / argsort |")
-    print("|---|---|---|---|---|---|---|---|")
+    head = "| V | kernel | n | kernel µs | floor µs | argsort µs | / floor | / argsort | sorted route µs |"
+    if prev:
+        head += " previous µs | previous / floor | previous / argsort |"
+    print(head)
+    print("|---" * (head.count("|") - 1) + "|")
     for V in args.sizes:
         p, q = llm_like(rng, V)
         p2, q2, _ = as_pair(p, q)
@@ -72,23 +123,43 @@ def main() -> int:
             np.copyto(bp, p2)
             np.copyto(bq, q2)
 
-        _, t_floor = side_by_side(lambda: None, floor, args.repeats)
-        _, t_sort = side_by_side(lambda: None, lambda: np.argsort(p2[0]), args.repeats)
+        _, t_floor = timed(lambda: None, floor)
+        _, t_sort = timed(lambda: None, lambda: np.argsort(p2[0]))
         for scheme, n in KERNELS:
 
             def kernel(s: str = scheme, k: int = n) -> None:
                 _core.dual_batch(p2, q2, k, s, "auto", False, 1)
 
-            t_k, t_f = side_by_side(kernel, floor, args.repeats)
-            t_k2, t_s = side_by_side(kernel, lambda: np.argsort(p2[0]), args.repeats)
+            t_k, t_f = timed(kernel, floor)
+            t_k2, t_s = timed(kernel, lambda: np.argsort(p2[0]))
             tk = min(t_k, t_k2)
             row = dict(V=V, scheme=scheme, n=n, kernel_s=tk, floor_s=t_f, argsort_s=t_s)
+            sorted_col = "—"
+            if scheme == "iid":
+
+                def sorted_route(k: int = n) -> None:
+                    _core._testing.dual_batch_sorted(p2, q2, k, "iid", "auto", False, 1)
+
+                row["sorted_s"], _ = timed(sorted_route, kernel)
+                sorted_col = f"{row['sorted_s'] * 1e6:,.0f}"
             rows.append(row)
-            print(
-                f"| {V:,} | {scheme} | {n} | {tk * 1e6:.0f} | {t_f * 1e6:.1f} | {t_s * 1e6:.0f} | "
-                f"{tk / t_f:.1f} | {tk / t_s:.2f} |"
+            line = (
+                f"| {V:,} | {scheme} | {n} | {tk * 1e6:,.0f} | {t_f * 1e6:.1f} | {t_s * 1e6:,.0f} | "
+                f"{tk / t_f:.1f} | {tk / t_s:.2f} | {sorted_col} |"
             )
+            if prev:
+                o = prev.get((V, scheme, n))
+                line += (
+                    " — | — | — |"
+                    if o is None
+                    else f" {o['kernel_s'] * 1e6:,.0f} | {o['kernel_s'] / o['floor_s']:.1f} | "
+                    f"{o['kernel_s'] / o['argsort_s']:.2f} |"
+                )
+            print(line, flush=True)
         del t_floor, t_sort
+    if args.batch > 0:
+        batch_rows = batch_scaling(args.sizes, args.batch, stat)
+        rows.extend(batch_rows)
     if args.json:
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "w") as f:

@@ -1,6 +1,7 @@
-"""The engine case without a plan (cpp/include/mdsd/verifiers/direct.hpp): one tuple per row of
-(B, V) p, q, verified by "sd", "rrs" and "rrs-wor" with linear passes. mf.verify takes this route
-for a batch with one tuple per row; its exact law must be p and equal the planned verifier's."""
+"""The engine case without a plan (cpp/include/mdsd/verifiers/direct*.hpp): one tuple per row of
+(B, V) p, q, verified by "sd", "rrs", "rrs-wor" and "kseq" with linear passes. mf.verify takes
+this route for a batch with one tuple per row; its exact law must be p and equal the planned
+verifier's. Fused validation, float32 input and thread counts: test_direct_input.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from mdsd_fast.verifiers import _prepare
 from reference import random_case, tuple_law
 from test_verifiers_stats import LEVEL, chi2_pvalue
 
-ROUTES = [("sd", "iid"), ("rrs", "iid"), ("rrs-wor", "wor")]
+ROUTES = [("sd", "iid"), ("rrs", "iid"), ("rrs-wor", "wor"), ("kseq", "iid")]
 
 
 @pytest.mark.parametrize("name,scheme", ROUTES)
@@ -45,10 +46,12 @@ def _row(V: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     return p / p.sum(), q / q.sum()
 
 
-@pytest.mark.parametrize("name,scheme,n", [("sd", "iid", 1), ("rrs", "iid", 4), ("rrs-wor", "wor", 3)])
+@pytest.mark.parametrize(
+    "name,scheme,n", [("sd", "iid", 1), ("rrs", "iid", 4), ("rrs-wor", "wor", 3), ("kseq", "iid", 4)]
+)
 def test_lossless_with_a_negative_control(name: str, scheme: str, n: int) -> None:
     """20,000 positions sharing one row (V = 1,000: the batch is dense), one tuple each: chi-square
-    against p; the same tuples verified by the wrong rule (i.i.d. rrs on without-replacement
+    against p; the same tuples verified by the wrong rule (i.i.d. rrs or kseq on without-replacement
     drafts) fail it."""
     p, q = _row()
     B = 20_000
@@ -64,6 +67,7 @@ def test_lossless_with_a_negative_control(name: str, scheme: str, n: int) -> Non
         P6, Q6 = np.broadcast_to(p6, (B, 6)), np.broadcast_to(q6, (B, 6))
         assert chi2_pvalue(mf.verify("rrs-wor", P6, Q6, d6, rng=6)[0], p6)[0] > LEVEL
         assert chi2_pvalue(mf.verify("rrs", P6, Q6, d6, rng=6)[0], p6)[0] < LEVEL
+        assert chi2_pvalue(mf.verify("kseq", P6, Q6, d6, rng=6)[0], p6)[0] < LEVEL
 
 
 def test_verify_takes_the_direct_route_and_keys_streams_by_row() -> None:

@@ -13,6 +13,7 @@ void register_testing(py::module_& m);
 void register_engines(py::module_& m);
 void register_validate(py::module_& m);
 void register_trees(py::module_& m);
+void register_direct(py::module_& m);
 
 namespace {
 
@@ -47,6 +48,7 @@ PYBIND11_MODULE(_core, m) {
     register_engines(m);
     register_validate(m);
     register_trees(m);
+    register_direct(m);
     m.def(
         "limits",
         [] {

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,8 +22,40 @@ mdsd::WorMethod parse_wor(const std::string& s) {
     throw std::invalid_argument("wor_method: expected 'auto', 'exact' or 'integral', got '" + s + "'");
 }
 
-py::tuple dual_batch(const F64& p, const F64& q, int n, const std::string& scheme, const std::string& wor_method,
-                     bool certificate, int threads) {
+// The calling thread keeps its workspace between calls. A fresh one touches new pages on every
+// call (about 350 for one row at V = 49,152), and on a VM a page fault costs microseconds: as much
+// as the kernel itself. Worker threads live for one call, so only the caller's is kept; a
+// re-entrant call (a signal handler calling back in) gets a fresh one. Results do not depend on
+// it: every kernel sizes what it reads.
+class CallerDualWorkspace {
+  public:
+    CallerDualWorkspace() {
+        thread_local mdsd::DualWorkspace kept;
+        thread_local bool busy = false;
+        if (!busy) {
+            busy = true;
+            busy_ = &busy;
+            ws_ = &kept;
+        } else {
+            own_ = std::make_unique<mdsd::DualWorkspace>();
+            ws_ = own_.get();
+        }
+    }
+    ~CallerDualWorkspace() {
+        if (busy_) *busy_ = false;
+    }
+    CallerDualWorkspace(const CallerDualWorkspace&) = delete;
+    CallerDualWorkspace& operator=(const CallerDualWorkspace&) = delete;
+    mdsd::DualWorkspace& get() { return *ws_; }
+
+  private:
+    mdsd::DualWorkspace* ws_ = nullptr;
+    bool* busy_ = nullptr;
+    std::unique_ptr<mdsd::DualWorkspace> own_;
+};
+
+py::tuple dual_batch_route(const F64& p, const F64& q, int n, const std::string& scheme, const std::string& wor_method,
+                           bool certificate, int threads, mdsd::IidRoute route) {
     if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
         throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
     const mdsd::DraftScheme sc = mdsd::parse_draft_scheme(scheme);
@@ -35,8 +68,9 @@ py::tuple dual_batch(const F64& p, const F64& q, int n, const std::string& schem
     std::vector<std::vector<int64_t>> certs(certificate ? B : 0);
     {
         py::gil_scoped_release nogil;
-        mdsd::parallel_rows<mdsd::DualWorkspace>(B, threads, [&](int64_t r, mdsd::DualWorkspace& ws) {
-            a[r] = mdsd::dual_alpha(pp + r * V, qq + r * V, V, n, sc, wm, ws, certificate ? &certs[r] : nullptr);
+        mdsd::parallel_rows<CallerDualWorkspace>(B, threads, [&](int64_t r, CallerDualWorkspace& ws) {
+            a[r] = mdsd::dual_alpha(pp + r * V, qq + r * V, V, n, sc, wm, ws.get(), certificate ? &certs[r] : nullptr,
+                                    route);
         });
     }
     if (!certificate) return py::make_tuple(alpha, py::none());
@@ -45,7 +79,45 @@ py::tuple dual_batch(const F64& p, const F64& q, int n, const std::string& schem
     return py::make_tuple(alpha, out);
 }
 
+py::tuple dual_batch(const F64& p, const F64& q, int n, const std::string& scheme, const std::string& wor_method,
+                     bool certificate, int threads) {
+    return dual_batch_route(p, q, n, scheme, wor_method, certificate, threads, mdsd::IidRoute::Select);
+}
+
+py::tuple dual_batch_sorted(const F64& p, const F64& q, int n, const std::string& scheme, const std::string& wor_method,
+                            bool certificate, int threads) {
+    return dual_batch_route(p, q, n, scheme, wor_method, certificate, threads, mdsd::IidRoute::Sorted);
+}
+
+// Per row of validated (B, V) arrays: (tokens the iid selection sorted, |supp q|, whether the
+// row fell back to the sorted route).
+py::tuple iid_select_kept(const F64& p, const F64& q, int n) {
+    if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
+        throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
+    if (n < 1) throw std::invalid_argument("n: must be >= 1");
+    const int64_t B = p.shape(0), V = p.shape(1);
+    py::array_t<int64_t> kept(B), support(B);
+    py::array_t<bool> fallback(B);
+    mdsd::DualWorkspace ws;
+    for (int64_t r = 0; r < B; ++r) {
+        const mdsd::IidSelectResult s = mdsd::iid_select(p.data() + r * V, q.data() + r * V, V, n, ws.sel, ws.order);
+        kept.mutable_data()[r] = s.kept;
+        support.mutable_data()[r] = s.support;
+        fallback.mutable_data()[r] = s.fallback;
+    }
+    return py::make_tuple(kept, support, fallback);
+}
+
 }  // namespace
+
+void register_dual_testing(py::module_& t) {
+    t.def("dual_batch_sorted", &dual_batch_sorted, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"),
+          py::arg("wor_method") = "auto", py::arg("certificate") = false, py::arg("threads") = 0,
+          "dual_batch with the iid minimum found by a full ratio sort (the reference route of the selection).");
+    t.def("iid_select_kept", &iid_select_kept, py::arg("p"), py::arg("q"), py::arg("n"),
+          "Per row of validated (B, V) arrays: (tokens the iid selection sorted and scanned, |supp q|, whether it\n"
+          "fell back to the sorted route: some p / q overflowed).");
+}
 
 void register_dual(py::module_& m) {
     m.def("dual_batch", &dual_batch, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"),

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mdsd/dual.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/pair.hpp"
 #include "mdsd/race/pass.hpp"
@@ -123,13 +124,40 @@ py::tuple race_greedy(const F64& p, const F64& q, int n, const I64& order, bool 
     return py::make_tuple(w_out, h_out);
 }
 
+// alpha*_wor by the race integral (wor_method "integral"), its prefix size k_star and the number of
+// tokens laid by a batch, with the tiny tokens batched (defer, the shipped route) or laid one by one
+// (the route before batching; race/tiny_batch.hpp). p, q: 1-D, the same length, finite and >= 0, q
+// with at least n positive entries.
+py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
+    if (p.ndim() != 1 || q.ndim() != 1 || p.shape(0) != q.shape(0))
+        throw std::invalid_argument("p, q: expected two 1-D float64 arrays of the same length");
+    if (n < 2 || n > 64) throw std::invalid_argument("n: must be in 2..64, got " + std::to_string(n));
+    int64_t pos = 0;
+    for (int64_t i = 0; i < q.shape(0); ++i) {
+        if (!(std::isfinite(p.data()[i]) && p.data()[i] >= 0.0 && std::isfinite(q.data()[i]) && q.data()[i] >= 0.0))
+            throw std::invalid_argument("p, q: entries must be finite and >= 0");
+        pos += q.data()[i] > 0.0;
+    }
+    if (pos < n) throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries");
+    mdsd::DualWorkspace ws;
+    ws.race.defer = defer;
+    const mdsd::DualResult r =
+        mdsd::dual_prefix(p.data(), q.data(), p.shape(0), n, mdsd::Scheme::Wor, mdsd::WorMethod::Integral, ws);
+    return py::make_tuple(r.alpha, r.k_star, ws.race.batched);
+}
+
 }  // namespace
+
+void register_dual_testing(py::module_& t);  // register_dual.cpp
 
 void register_testing(py::module_& m) {
     py::module_ t = m.def_submodule("_testing", "Hooks into the C++ kernels for the tests (not a public API).");
+    register_dual_testing(t);
     t.def("race_weights", &race_weights, py::arg("q"), py::arg("h"), py::arg("n"),
           "E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the\n"
           "exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).");
+    t.def("wor_alpha_race", &wor_alpha_race, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("defer"),
+          "(alpha*_wor, k_star, tokens batched) by the race integral, tiny tokens batched (defer) or one by one.");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

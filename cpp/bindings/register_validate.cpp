@@ -1,8 +1,5 @@
-// Input validation in one pass per row (python/mdsd_fast/_validate.py states the rules): finite,
-// non-negative, and the row sum, taken over the positive entries in ascending id order with
-// Neumaier's compensated summation (accurate to a few ulps at any V, where a plain running sum
-// drifts by up to V ulps): the one sum dense and sparse rows share, so both normalise alike, bit
-// for bit.
+// Input validation in one pass per row (mdsd/validate.hpp: the rules and the one compensated row
+// sum dense and sparse rows share, so both normalise alike, bit for bit).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -11,6 +8,7 @@
 #include <vector>
 
 #include "mdsd/parallel.hpp"
+#include "mdsd/validate.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -18,39 +16,12 @@ using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 
 namespace {
 
-enum Status { kOk = 0, kNonFinite = 1, kNegative = 2, kOffSum = 3 };
+using mdsd::validate::kOffSum;
+using mdsd::validate::kOk;
+using mdsd::validate::row_sum;
+using mdsd::validate::Sum;
 
 struct Empty {};
-
-// Neumaier's compensated sum: s + c carries the rounding errors of the running sum.
-struct Sum {
-    double s = 0.0, c = 0.0;
-    void add(double v) {
-        const double t = s + v;
-        c += std::fabs(s) >= std::fabs(v) ? (s - t) + v : (v - t) + s;
-        s = t;
-    }
-    double value() const { return s + c; }
-};
-
-// Sequential sum of the positive entries; status of the first broken rule.
-inline double row_sum(const double* x, int64_t V, int& status, double& value) {
-    Sum s;
-    for (int64_t i = 0; i < V; ++i) {
-        const double v = x[i];
-        if (!std::isfinite(v)) {
-            status = kNonFinite;
-            return s.value();
-        }
-        if (v < 0.0) {
-            status = kNegative;
-            value = v;
-            return s.value();
-        }
-        if (v > 0.0) s.add(v);
-    }
-    return s.value();
-}
 
 // (out, status, row, value): rows divided by their sums, or the first broken rule (status, row,
 // the offending value or sum) with out = None.

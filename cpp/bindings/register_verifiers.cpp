@@ -14,8 +14,8 @@
 
 #include "mdsd/parallel.hpp"
 #include "mdsd/rng.hpp"
-#include "mdsd/verifiers/direct.hpp"
 #include "mdsd/verifiers/registry.hpp"
+#include "row_keys.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -25,31 +25,13 @@ using I32 = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 namespace {
 
 namespace v = mdsd::verif;
+using mdsd::bindings::row_keys;
 
 // Samples are drawn in blocks of this many steps; block b of row r uses the stream
 // (seed, id(r) * 2^32 + b), so results do not depend on the number of threads; id(r) is the
 // caller's stable row id (row_ids) or r, so a row keyed by its id gives the same samples in any
 // batch, chunk or order.
 constexpr int64_t kBlock = 4096;
-
-// The stream keys of `count` rows: row_ids (non-negative, < 2^31) or 0 .. count-1.
-std::vector<uint64_t> row_keys(const py::object& row_ids, int64_t count) {
-    std::vector<uint64_t> keys(static_cast<std::size_t>(count));
-    if (row_ids.is_none()) {
-        for (int64_t r = 0; r < count; ++r) keys[r] = static_cast<uint64_t>(r);
-        return keys;
-    }
-    const I64 ids = py::cast<I64>(row_ids);
-    if (ids.ndim() != 1 || ids.shape(0) != count)
-        throw std::invalid_argument("row_ids: expected " + std::to_string(count) + " ids, one per row");
-    for (int64_t r = 0; r < count; ++r) {
-        const int64_t id = ids.data()[r];
-        if (id < 0 || id >= (int64_t{1} << 31))
-            throw std::invalid_argument("row_ids: ids must be in [0, 2^31), got " + std::to_string(id));
-        keys[r] = static_cast<uint64_t>(id);
-    }
-    return keys;
-}
 
 struct Workspace {
     v::Scratch scratch;
@@ -308,95 +290,6 @@ class VerifierBatch {
 
 }  // namespace
 
-namespace {
-
-// The engine case without a plan (verifiers/direct.hpp): row i of (B, V) p, q verifies tuple i.
-// Streams as VerifierBatch::verify: (seed, row_ids[i] or i).
-bool direct_kind(const std::string& name) {
-    if (name == "sd" || name == "rrs") return false;
-    if (name == "rrs-wor") return true;
-    throw std::invalid_argument("name: the direct route serves 'sd', 'rrs' and 'rrs-wor', got '" + name + "'");
-}
-
-std::vector<int32_t> direct_tuples(const I64& drafts, const double* q, int64_t B, int64_t V, bool wor,
-                                   const std::string& name) {
-    const int64_t n = drafts.shape(1);
-    if (name == "sd" && n != 1)
-        throw std::invalid_argument("n: verifier 'sd' handles n = 1 drafts only, got n = " + std::to_string(n));
-    std::vector<int32_t> tup(static_cast<std::size_t>(B * n));
-    for (int64_t i = 0; i < B; ++i) {
-        const std::string row = "drafts: row " + std::to_string(i) + ": ";
-        for (int64_t k = 0; k < n; ++k) {
-            const int64_t x = drafts.data()[i * n + k];
-            if (x < 0 || x >= V)
-                throw std::invalid_argument(row + "token id " + std::to_string(x) + " outside [0, " +
-                                            std::to_string(V) + ")");
-            if (!(q[i * V + x] > 0.0))
-                throw std::invalid_argument(row + "token " + std::to_string(x) +
-                                            " has q = 0, so it cannot have been drafted from q");
-            tup[i * n + k] = static_cast<int32_t>(x);
-            if (wor && v::contains(tup.data() + i * n, static_cast<int>(k), static_cast<int32_t>(x)))
-                throw std::invalid_argument(row + "token " + std::to_string(x) +
-                                            " appears twice; without-replacement drafts are distinct");
-        }
-    }
-    return tup;
-}
-
-py::tuple verify_direct(const std::string& name, const F64& p, const F64& q, const I64& drafts, uint64_t seed,
-                        int threads, const py::object& row_ids) {
-    const bool wor = direct_kind(name);
-    if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
-        throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
-    const int64_t B = p.shape(0), V = p.shape(1);
-    if (drafts.ndim() != 2 || drafts.shape(0) != B || drafts.shape(1) < 1)
-        throw std::invalid_argument("drafts: expected shape (B, n) with B = " + std::to_string(B));
-    const int n = static_cast<int>(drafts.shape(1));
-    const std::vector<int32_t> tup = direct_tuples(drafts, q.data(), B, V, wor, name);
-    const std::vector<uint64_t> keys = row_keys(row_ids, B);
-    py::array_t<int64_t> tokens(B);
-    py::array_t<bool> accepted(B);
-    int64_t* t = tokens.mutable_data();
-    uint8_t* a = reinterpret_cast<uint8_t*>(accepted.mutable_data());
-    const double* pp = p.data();
-    const double* qq = q.data();
-    {
-        py::gil_scoped_release nogil;
-        const v::Categorical none;  // the direct residual never comes back empty
-        mdsd::parallel_rows<Workspace>(B, threads, [&](int64_t i, Workspace&) {
-            mdsd::Rng rng(seed, keys[i]);
-            const int32_t* ti = tup.data() + i * n;
-            v::SampleVisitor vis{rng, none, false};
-            v::direct::walk_rrs(pp + i * V, qq + i * V, V, ti, n, wor, vis);
-            t[i] = vis.out;
-            a[i] = v::contains(ti, n, vis.out);
-        });
-    }
-    return py::make_tuple(tokens, accepted);
-}
-
-// Exact output law of the direct route for each tuple (m, n) of one row: (m, V). For the tests.
-py::array_t<double> law_direct(const std::string& name, const F64& p, const F64& q, const I64& tuples) {
-    const bool wor = direct_kind(name);
-    if (p.ndim() != 1 || q.ndim() != 1 || p.shape(0) != q.shape(0))
-        throw std::invalid_argument("p, q: expected two float64 arrays of shape (V,)");
-    const int64_t V = p.shape(0), m = tuples.shape(0);
-    const int n = static_cast<int>(tuples.shape(1));
-    py::array_t<double> out({m, V});
-    double* o = out.mutable_data();
-    std::fill(o, o + m * V, 0.0);
-    std::vector<double> qrows(static_cast<std::size_t>(m * V));
-    for (int64_t i = 0; i < m; ++i) std::copy(q.data(), q.data() + V, qrows.begin() + i * V);
-    const std::vector<int32_t> tup = direct_tuples(tuples, qrows.data(), m, V, wor, name);
-    const v::Categorical none;
-    for (int64_t i = 0; i < m; ++i) {
-        v::LawVisitor vis{o + i * V, none, false};
-        v::direct::walk_rrs(p.data(), q.data(), V, tup.data() + i * n, n, wor, vis);
-    }
-    return out;
-}
-}  // namespace
-
 void register_verifiers(py::module_& m) {
     m.def(
         "verifier_table",
@@ -416,12 +309,6 @@ void register_verifiers(py::module_& m) {
             return out;
         },
         "The verifier table (cpp/include/mdsd/verifiers/registry.hpp): one dict per verifier.");
-    m.def("verify_direct", &verify_direct, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("drafts"),
-          py::arg("seed"), py::arg("threads") = 0, py::arg("row_ids") = py::none(),
-          "Verify tuple i against row i of validated (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor'):\n"
-          "(token[B], accepted[B]). At most n + 2 passes over a row (verifiers/direct.hpp).");
-    m.def("law_direct", &law_direct, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("tuples"),
-          "Exact output law of the direct route for each tuple (m, n) of one row: (m, V).");
     py::class_<VerifierBatch>(m, "VerifierBatch",
                               "One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).")
         .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int,

@@ -157,14 +157,23 @@ class _TestingModule:
     @staticmethod
     def race_weights(q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], h: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex) -> numpy.typing.NDArray[numpy.float64]: ...
     @staticmethod
+    def wor_alpha_race(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, defer: bool) -> tuple:
+        """
+        (alpha*_wor, k_star, tokens batched) by the race integral, tiny tokens batched (defer) or one by one.
+        """
+    @staticmethod
+    def dual_batch_sorted(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, wor_method: str = 'auto', certificate: bool = False, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple: ...
+    @staticmethod
+    def iid_select_kept(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex) -> tuple: ...
+    @staticmethod
     def race_greedy(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, order: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], division: bool = True) -> tuple: ...
 _testing: _TestingModule
 __version__: str = '0.1.0'
 
-def verify_direct(name: str, p: typing.Any, q: typing.Any, drafts: typing.Any, seed: typing.SupportsInt, threads: typing.SupportsInt = 0, row_ids: typing.Any = None) -> tuple:
-    """Verify tuple i against row i of validated (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor')."""
-def law_direct(name: str, p: typing.Any, q: typing.Any, tuples: typing.Any) -> typing.Any:
-    """Exact output law of the direct route for each tuple (m, n) of one row: (m, V)."""
+def verify_direct(name: str, p: typing.Any, q: typing.Any, drafts: typing.Any, seed: typing.SupportsInt, threads: typing.SupportsInt = 0, row_ids: typing.Any = None, tol: float = 1e-4) -> tuple:
+    """Verify tuple i against raw row i of (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor', 'kseq'), validating each row in its pass."""
+def law_direct(name: str, p: typing.Any, q: typing.Any, tuples: typing.Any, tol: float = 1e-4) -> typing.Any:
+    """Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V)."""
 def normalize_rows(x: typing.Any, tol: float, threads: typing.SupportsInt = 0) -> tuple:
     """Validate and normalise (B, V) rows in one pass each: (out, status, row, value)."""
 def csr_row_sums(data: typing.Any, ptr: typing.Any) -> typing.Any:

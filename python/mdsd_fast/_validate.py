@@ -23,7 +23,7 @@ from __future__ import annotations
 import numbers
 import operator
 import re
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, NoReturn, TypeVar, overload
 
 import numpy as np
 from numpy.typing import NDArray
@@ -75,7 +75,8 @@ def as_array(name: str, x: Any) -> NDArray[Any]:
         raise ValueError(f"{name}: cannot be read as an array ({exc})") from None
 
 
-def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.float64]:
+def _float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[Any]:
+    """``x`` as an array once its dtype and shape follow the rules (no copy, no value check)."""
     arr = as_array(name, x)
     if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):
         raise TypeError(f"{name}: expected float32 or float64 probabilities, got dtype {arr.dtype}")
@@ -86,7 +87,33 @@ def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.floa
         raise ValueError(f"{name}: the vocabulary is empty (V = 0)")
     if arr.shape[-1] > MAX_V:
         raise ValueError(f"{name}: V = {arr.shape[-1]} tokens is more than the supported {MAX_V} (int32 token ids)")
-    return np.ascontiguousarray(arr, dtype=np.float64)
+    return arr
+
+
+def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.float64]:
+    return np.ascontiguousarray(_float_array(name, x, ndim), dtype=np.float64)
+
+
+def raw_rows(name: str, x: Any) -> NDArray[Any]:
+    """``x`` (1-D or 2-D) C-contiguous in its own float width and native byte order, its dtype and
+    shape checked but its values not: for kernels that validate and normalise in their own pass
+    (``_core.verify_direct``), which report a broken rule for :func:`raise_row_error`."""
+    arr = _float_array(name, _sampled(name, x), (1, 2))
+    return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+
+
+def raise_row_error(name: str, status: int, r: int, value: float, rows: NDArray[Any]) -> NoReturn:
+    """The ValueError for row ``r`` of ``rows`` breaking rule ``status`` (as _core.normalize_rows reports it)."""
+    if status == 1:
+        raise ValueError(f"{name}: row {r} contains NaN or inf")
+    if status == 2:
+        raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
+    if value <= 0:
+        raise ValueError(f"{name}: row {r} sums to 0; a distribution needs positive mass")
+    raise ValueError(
+        f"{name}: row {r} sums to {value:.9g}, not within {SUM_TOL:g} of 1 "
+        "(rows within the tolerance are renormalised; normalise the input yourself otherwise)"
+    )
 
 
 def _sampled(name: str, x: Any) -> Any:
@@ -114,17 +141,8 @@ def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDA
     # One C++ pass per row: finite, non-negative, the sum of the positive entries in ascending id
     # order (the sum sparse rows share, mdsd_fast.sparse), then the division.
     out, status, r, value = _core.normalize_rows(rows, SUM_TOL, 0)
-    if status == 1:
-        raise ValueError(f"{name}: row {r} contains NaN or inf")
-    if status == 2:
-        raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
-    if status == 3:
-        if value <= 0:
-            raise ValueError(f"{name}: row {r} sums to 0; a distribution needs positive mass")
-        raise ValueError(
-            f"{name}: row {r} sums to {value:.9g}, not within {SUM_TOL:g} of 1 "
-            "(rows within the tolerance are renormalised; normalise the input yourself otherwise)"
-        )
+    if status != 0:
+        raise_row_error(name, status, r, value, rows)
     return np.ascontiguousarray(out.reshape(arr.shape))
 
 
@@ -133,16 +151,21 @@ def as_pair(p: Any, q: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], b
     and whether the caller passed a batch (2-D) at all."""
     pa = as_distribution("p", p)
     qa = as_distribution("q", q)
-    if pa.shape[-1] != qa.shape[-1]:
-        raise ValueError(f"p, q: vocabulary sizes differ (p has V={pa.shape[-1]}, q has V={qa.shape[-1]})")
-    if pa.ndim == 2 and qa.ndim == 2 and pa.shape[0] != qa.shape[0]:
-        raise ValueError(f"p, q: batch sizes differ (p has {pa.shape[0]} rows, q has {qa.shape[0]})")
+    check_pair_shapes(pa, qa)
     batched = pa.ndim == 2 or qa.ndim == 2
     B = pa.shape[0] if pa.ndim == 2 else (qa.shape[0] if qa.ndim == 2 else 1)
     V = pa.shape[-1]
     p2 = np.ascontiguousarray(np.broadcast_to(pa, (B, V)))
     q2 = np.ascontiguousarray(np.broadcast_to(qa, (B, V)))
     return p2, q2, batched
+
+
+def check_pair_shapes(pa: NDArray[Any], qa: NDArray[Any]) -> None:
+    """p and q of one vocabulary, and of one batch size when both are batches."""
+    if pa.shape[-1] != qa.shape[-1]:
+        raise ValueError(f"p, q: vocabulary sizes differ (p has V={pa.shape[-1]}, q has V={qa.shape[-1]})")
+    if pa.ndim == 2 and qa.ndim == 2 and pa.shape[0] != qa.shape[0]:
+        raise ValueError(f"p, q: batch sizes differ (p has {pa.shape[0]} rows, q has {qa.shape[0]})")
 
 
 def check_n(n: Any, *, name: str = "n") -> int:

@@ -95,7 +95,8 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
     src.add_argument(
         "--dataset",
         default=None,
-        help="a dataset file or a directory of dataset shards (.npz); default: the shipped SmolLM2 data",
+        help="a dataset file, a directory of dataset shards (.npz), or a log directory (manifest.json + "
+        "Parquet shards, streamed in chunks: docs/logs.md); default: the shipped SmolLM2 data",
     )
     src.add_argument(
         "--arrays",
@@ -131,6 +132,9 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
     rp.add_argument(
         "--temperatures", type=csv_of(finite_float), default=None, help="only these temperatures, comma-separated"
     )
+    rp.add_argument("--domain", type=csv_of(str), default=None, help="log directories: only these domains")
+    rp.add_argument("--draft", type=csv_of(str), default=None, help="log directories: only these drafts")
+    rp.add_argument("--limit", type=positive_int, default=None, help="log directories: the first N positions only")
     rp.add_argument("--out", default="mdsd_report", help="output directory (default ./mdsd_report)")
     rp.add_argument("--simulate", action="store_true", help="simulate every verifier instead of exact acceptance")
     rp.add_argument("--samples", type=positive_int, default=4000, help="simulated steps per position (default 4000)")
@@ -237,10 +241,33 @@ def _report(args: argparse.Namespace) -> int:
     base = next(d for d in (out, *out.parents) if d.exists())  # checked now, not after the first group
     if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
         raise ValueError(f"--out {args.out}: cannot create or write it ({base} is not a writable directory)")
+    from ._cli_report import print_report
+    from .log_report import is_log_dir, log_report
+
+    t0 = time.perf_counter()
+    progress = False if args.no_progress else None
+    command = " ".join(["mdsd-fast", *sys.argv[1:]])
+    if is_log_dir(args.dataset):
+        logged: GapReport = log_report(
+            args.dataset,
+            config=cfg,
+            out_dir=out,
+            resume=args.resume,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            progress=progress,
+            domain=args.domain,
+            draft=args.draft,
+            limit=args.limit,
+            command=command,
+        )
+        return print_report(logged, args, cfg, t0)
+    for opt, val in (("--domain", args.domain), ("--draft", args.draft), ("--limit", args.limit)):
+        if val is not None:
+            raise ValueError(f"{opt}: filters a log directory (--dataset DIR holding a manifest.json) only")
     dataset: Any = args.dataset if args.model is None else default_dataset_path(args.model)
     if args.arrays:
         dataset = (_load_npy(args.arrays[0]), _load_npy(args.arrays[1]))
-    t0 = time.perf_counter()
     rep: GapReport = gap_report(
         dataset,
         config=cfg,
@@ -248,40 +275,10 @@ def _report(args: argparse.Namespace) -> int:
         resume=args.resume,
         workers=args.workers,
         scheduler=args.scheduler,
-        progress=False if args.no_progress else None,
-        command=" ".join(["mdsd-fast", *sys.argv[1:]]),
+        progress=progress,
+        command=command,
     )
-    out = Path(args.out)
-    rep.to_csv(out / "report.csv")
-    rep.to_json(out / "report.json")
-    pooled = any(r["domain"] == "all" for r in rep.records)
-    md = rep.markdown(max_rows=args.max_rows, domain="all" if pooled else None)
-    full_md = rep.markdown()
-    findings = rep.findings_markdown()
-    (out / "report.md").write_text(f"# mdsd_fast gap report\n\n{full_md}\n\n## Findings\n\n{findings}\n")
-    print(
-        f"mdsd_fast {__version__} gap report: {rep.metadata['units']} groups, "
-        f"{sum(r['positions'] for r in rep.records if r['method'] == 'alpha*' and r['domain'] != 'all' and r['n'] == cfg.ns[0] and r['scheme'] == cfg.schemes[0])} positions"
-    )
-    print(
-        "alpha* mean (95% CI over positions, clipped to [0, 1]); each verifier's acceptance (its difference to "
-        f"alpha* of its scheme; * = simulated); tok/call = expected tokens per target call at gamma = {cfg.gamma}"
-        + ("; pooled over domains (per-domain rows in report.md/csv/json)" if pooled else "")
-        + "\n"
-    )
-    print(md)
-    print("\nFindings on this data:\n")
-    print(findings)
-    if not args.no_plots:
-        try:
-            files = rep.plot(out)
-            print("\nplots: " + ", ".join(files))
-        except ImportError as exc:
-            print(f"\n(no plots: {exc})")
-    print(
-        f"\nfiles: {out / 'report.md'}, {out / 'report.csv'}, {out / 'report.json'}; {time.perf_counter() - t0:.1f} s"
-    )
-    return 0
+    return print_report(rep, args, cfg, t0)
 
 
 def _load_callable(spec: str, what: str) -> Any:
@@ -383,7 +380,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"mdsd_fast {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(
-        dest="command", metavar="{report,demo,audit,extract,extract-trees}", parser_class=Parser
+        dest="command", metavar="{report,trees,demo,audit,extract,extract-trees,convert}", parser_class=Parser
     )
     parents = [debug_parent()]
     _add_report_parser(sub, parents)
@@ -391,11 +388,16 @@ def build_parser() -> Parser:
     demo.add_argument("--max-n", type=positive_int, default=4, help="largest number of drafts (default 4)")
     demo.set_defaults(func=_demo)
     _add_audit_parser(sub, parents)
+    from ._cli_trees import add_trees_parser
+
+    add_trees_parser(sub, parents)
+    from .convert import add_convert_parser  # pyarrow is imported only when `convert` runs
     from .lm import add_extract_parser  # torch is imported only when `extract` runs
     from .lm_trees import add_extract_trees_parser
 
     add_extract_parser(sub, parents)
     add_extract_trees_parser(sub, parents)
+    add_convert_parser(sub, parents)
     parser.subcommands = dict(sub.choices)
     return parser
 

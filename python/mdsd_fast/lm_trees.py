@@ -52,7 +52,8 @@ from .trees.data import TreeDatasetBuilder, default_trees_path
 
 __all__ = ["SHAPES", "TreeShape", "add_extract_trees_parser", "build_tree_dataset", "grow_tree", "node_probs"]
 
-#: EAGLE's ``mc_sim_7b_63`` choice list (rank paths of the children kept), truncated to depth 4
+#: EAGLE's ``mc_sim_7b_63`` choice list (rank paths of the children kept), truncated to depth 4:
+#: its first 23 of 25 paths, as in SafeAILab/EAGLE eagle/model/choices.py (docs/DATA.md)
 EAGLE_MC_SIM_7B_63_D4: tuple[tuple[int, ...], ...] = (
     (0,), (1,), (2,), (3,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
     (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),

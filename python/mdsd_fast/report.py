@@ -268,6 +268,75 @@ def _unit_seed(seed: int, key: str) -> int:
     return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
 
 
+def position_values(
+    p: NDArray[np.float64],
+    q: NDArray[np.float64],
+    cfg: ReportConfig,
+    rng_seed: int,
+    row_ids: NDArray[np.int64],
+    *,
+    per_row: bool = False,
+) -> dict[str, NDArray[Any]]:
+    """alpha* of every (scheme, n) and every verifier's acceptance on validated rows ``p``, ``q``
+    (``as_pair``'s output, or rows on their union support), keyed as in a shard. A verifier whose
+    exact route is too costly for the batch is simulated (``exact`` False), from streams keyed by
+    (``rng_seed``, verifier, scheme, n) and each row's id. ``per_row``: decide exact or simulated
+    row by row instead (``exact`` is then an array), so a row's value never depends on its batch."""
+    keep = np.ones(p.shape[0], dtype=bool)
+    arrays: dict[str, NDArray[Any]] = {}
+    for s, n in cfg.pairs():
+        support = np.count_nonzero(q > 0, axis=1)
+        ok = support >= _drafts_needed(s, n)[1] if s != "iid" else keep
+        a = np.full(p.shape[0], np.nan)
+        if ok.any():
+            a[ok] = _core.dual_batch(p[ok], q[ok], n, s, "auto", False, check_threads(cfg.threads))[0]
+        arrays[f"alpha/{s}/{n}"] = a
+    # Simulated estimates draw from streams keyed by (seed, data file, verifier, scheme, n) and each
+    # row's id in its file: a position gets the same estimate whatever group, chunk or order it is in.
+    for v, s, n in cfg.verifier_runs():
+        name = cast(VerifierName, v)  # __post_init__ checked every verifier name
+        kw: dict[str, Any] = {"threads": cfg.threads}
+        if v in ("optimal-lp", "optimal", "sweep") or mixed_parts(s) is not None:
+            kw["scheme"] = s
+        if v in ("optimal", "sweep") and scheme_family(s) in ("wor", "top<m>+wor"):
+            kw["work_budget"] = cfg.wor_work_budget
+
+        sim = dict(samples=cfg.samples, rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"), **kw)
+
+        def run(rows: slice | NDArray[np.int64], exact: bool, name: Any = name, n: int = n, sim: Any = sim) -> Any:
+            kw = {k: v for k, v in sim.items() if k not in ("samples", "rng")}
+            if exact:
+                return _acceptance_rows(name, p[rows], q[rows], n, exact=True, **kw)
+            return _acceptance_rows(name, p[rows], q[rows], n, exact=False, row_ids=row_ids[rows], **sim)
+
+        est, se, exact_rows = np.full(p.shape[0], np.nan), np.zeros(p.shape[0]), np.zeros(p.shape[0], dtype=bool)
+        # rows whose q cannot draw the scheme's tokens have no value (as alpha* has none there)
+        rows = np.arange(p.shape[0])
+        can: Any = rows[np.count_nonzero(q > 0, axis=1) >= _drafts_needed(s, n)[1]] if per_row else slice(None)
+        done = not cfg.exact
+        if cfg.exact:
+            try:
+                est[can] = np.asarray(run(can, True), dtype=np.float64).reshape(-1)
+                exact_rows[can], done = True, True
+            except TooLargeError:
+                pass
+        for r in rows[can][~exact_rows[can]] if not done and per_row else ():
+            try:
+                est[r] = np.asarray(run(np.array([r]), True)).reshape(-1)[0]
+                exact_rows[r] = True
+            except TooLargeError:
+                pass
+        todo = rows[can][~exact_rows[can]]
+        if todo.size:
+            e, s_err = run(todo, False)
+            est[todo] = np.asarray(e, dtype=np.float64).reshape(-1)
+            se[todo] = np.asarray(s_err, dtype=np.float64).reshape(-1)
+        arrays[f"verifier/{v}/{s}/{n}/value"] = est
+        arrays[f"verifier/{v}/{s}/{n}/se"] = se
+        arrays[f"verifier/{v}/{s}/{n}/exact"] = exact_rows if per_row else np.array(bool(exact_rows.all()))
+    return arrays
+
+
 def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     """Compute one unit's per-position values and write them atomically; returns the shard path.
     The shard's metadata holds the unit's resume key (see :func:`_resume_key`)."""
@@ -276,57 +345,15 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     # A sparse sample (rows cut to their top tokens, Gemma) is reported on its rows conditioned on
     # the stored support; full rows (truncation <= 1e-6) are taken as stored.
     cut = len(ds) > 0 and max(ds.p_truncation.max(), ds.q_truncation.max()) > MAX_TRUNCATION
-    p, q, _ = as_pair(
-        *ds.dense(np.float64, renormalize=bool(cut))
-    )  # validated once for every alpha* and verifier below
-    keep = np.ones(len(ds), dtype=bool)
-    arrays: dict[str, NDArray[Any]] = {}
-    for s, n in cfg.pairs():
-        support = np.count_nonzero(q > 0, axis=1)
-        ok = support >= _drafts_needed(s, n)[1] if s != "iid" else keep
-        a = np.full(len(ds), np.nan)
-        if ok.any():
-            a[ok] = _core.dual_batch(p[ok], q[ok], n, s, "auto", False, check_threads(cfg.threads))[0]
-        arrays[f"alpha/{s}/{n}"] = a
-        if cfg.bounds and cut and "max_tokens" in ds.info and s in ("iid", "wor") and n >= 2:
-            # what the cut can do: alpha* of the uncut rows lies in [low, high] (docs/DATA.md)
-            arrays[f"bounds/{s}/{n}/low"], arrays[f"bounds/{s}/{n}/high"] = sample_bounds(ds, n, s)
-    # Simulated estimates draw from streams keyed by (seed, data file, verifier, scheme, n) and each
-    # row's id in its file: a position gets the same estimate whatever group, chunk or order it is in.
-    rng_seed = _unit_seed(cfg.seed, digest)
+    # validated once for every alpha* and verifier below
+    p, q, _ = as_pair(*ds.dense(np.float64, renormalize=bool(cut)))
     row_ids = np.array([m["row"] for m in ds.meta], dtype=np.int64)
-    for v, s, n in cfg.verifier_runs():
-        name = cast(VerifierName, v)  # __post_init__ checked every verifier name
-        kw: dict[str, Any] = {"threads": cfg.threads}
-        if v in ("optimal-lp", "optimal", "sweep") or mixed_parts(s) is not None:
-            kw["scheme"] = s
-        if v in ("optimal", "sweep") and scheme_family(s) in ("wor", "top<m>+wor"):
-            kw["work_budget"] = cfg.wor_work_budget
-        est = np.full(len(ds), np.nan)
-        se = np.zeros(len(ds))
-        exact = cfg.exact
-        if exact:
-            try:
-                est = np.asarray(_acceptance_rows(name, p, q, n, exact=True, **kw), dtype=np.float64).reshape(-1)
-            except TooLargeError:
-                exact = False
-        if not exact:
-            e, s_err = _acceptance_rows(
-                name,
-                p,
-                q,
-                n,
-                exact=False,
-                samples=cfg.samples,
-                rng=_unit_seed(rng_seed, f"{v}/{s}/{n}"),
-                row_ids=row_ids,
-                **kw,
-            )
-            est = np.asarray(e, dtype=np.float64).reshape(-1)
-            se = np.asarray(s_err, dtype=np.float64).reshape(-1)
-        arrays[f"verifier/{v}/{s}/{n}/value"] = est
-        arrays[f"verifier/{v}/{s}/{n}/se"] = se
-        arrays[f"verifier/{v}/{s}/{n}/exact"] = np.array(exact)
+    arrays = position_values(p, q, cfg, _unit_seed(cfg.seed, digest), row_ids)
+    if cfg.bounds and cut and "max_tokens" in ds.info:
+        for s, n in cfg.pairs():
+            if s in ("iid", "wor") and n >= 2:
+                # what the cut can do: alpha* of the uncut rows lies in [low, high] (docs/gemma.md)
+                arrays[f"bounds/{s}/{n}/low"], arrays[f"bounds/{s}/{n}/high"] = sample_bounds(ds, n, s)
     arrays["rows"] = row_ids
     arrays["sum_min"] = np.minimum(p, q).sum(axis=1)
     meta = dict(
@@ -533,7 +560,7 @@ class _Progress:
                 pass
         self.plain = self.bar is None
 
-    def update(self, unit: Unit) -> None:
+    def update(self, unit: Any) -> None:
         self.done += 1
         if self.bar is not None:
             self.bar.update(1)
@@ -572,15 +599,25 @@ def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:
 
 
 def _run_units(
-    units: list[Unit], cfg: ReportConfig, out_dir: str, *, workers: int, scheduler: str | None, progress: bool | None
+    units: Sequence[Any],
+    cfg: ReportConfig,
+    out_dir: str,
+    *,
+    workers: int,
+    scheduler: str | None,
+    progress: bool | None,
+    compute: Any = None,
 ) -> None:
+    """Run ``compute(unit, cfg, out_dir)`` (default :func:`compute_unit`) for every unit: here, in
+    ``workers`` local processes or on a Dask cluster; each unit writes its own shard."""
+    compute = compute or compute_unit
     bar = _Progress(len(units), progress, "report")
     try:
         if scheduler:
             from dask.distributed import Client, as_completed
 
             with Client(scheduler, timeout=client_timeout()) as client:
-                futures = client.map(compute_unit, units, cfg=cfg, out_dir=out_dir, pure=False)
+                futures = client.map(compute, units, cfg=cfg, out_dir=out_dir, pure=False)
                 of = {fut.key: u for fut, u in zip(futures, units, strict=True)}
                 for fut in as_completed(futures):
                     fut.result()
@@ -590,13 +627,13 @@ def _run_units(
             from concurrent.futures import as_completed as done
 
             with ProcessPoolExecutor(max_workers=workers) as pool:
-                futs = {pool.submit(compute_unit, u, cfg, out_dir): u for u in units}
+                futs = {pool.submit(compute, u, cfg, out_dir): u for u in units}
                 for f in done(futs):
                     f.result()
                     bar.update(futs[f])
         else:
             for u in units:
-                compute_unit(u, cfg, out_dir)
+                compute(u, cfg, out_dir)
                 bar.update(u)
     finally:
         bar.close()

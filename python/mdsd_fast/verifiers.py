@@ -44,12 +44,15 @@ from numpy.typing import ArrayLike, NDArray
 
 from . import _core
 from ._validate import (
+    SUM_TOL,
     as_array,
-    as_pair,
     check_bool,
     check_n,
+    check_pair_shapes,
     check_support,
     check_threads,
+    raise_row_error,
+    raw_rows,
     scheme_family,
 )
 from .bound import DEFAULT_MAX_SETS, TooLargeError, solve_lp
@@ -628,32 +631,47 @@ def _drafts(drafts: ArrayLike) -> NDArray[Any]:
     return d
 
 
-#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct.hpp).
-_DIRECT = ("sd", "rrs", "rrs-wor")
+#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct*.hpp).
+_DIRECT = ("sd", "rrs", "rrs-wor", "kseq")
 
 
 def _verify_direct(
     name: Any, p: Any, q: Any, d: NDArray[Any], rng: Any, scheme: str | None, threads: Any, row_ids: Any
 ) -> Any:
-    """The engine case, one tuple per row of dense (B, V) p, q, for "sd", "rrs", "rrs-wor": at most
-    n + 2 linear passes per row instead of a prepared plan. None where it does not apply."""
+    """The engine case, one tuple per row of dense (B, V) p, q, for "sd", "rrs", "rrs-wor" and
+    "kseq": no plan, and no validated copy of p and q either (the C++ kernel validates and
+    normalises each row in its own pass, float32 kept float32 until then). None where it does not
+    apply."""
     if not isinstance(name, str) or name not in _DIRECT or is_sparse(p) or is_sparse(q) or d.ndim != 2:
         return None
     v = _lookup(name)
     if scheme is not None and v.resolve_scheme(scheme) != v.scheme:
         return None
-    p2, q2, batched = as_pair(p, q)
-    if not batched or d.shape[0] != p2.shape[0]:
+    pr, qr = raw_rows("p", p), raw_rows("q", q)
+    check_pair_shapes(pr, qr)
+    if pr.ndim == 1 and qr.ndim == 1:
         return None  # one pair, many tuples: the prepared plan serves them all
-    if d.size and (d.min() < 0 or d.max() >= p2.shape[1]):
-        bad = int(d[(d < 0) | (d >= p2.shape[1])].flat[0])
-        raise ValueError(f"drafts: token id {bad} outside [0, {p2.shape[1]})")
+    B, V = (pr if pr.ndim == 2 else qr).shape
+    if d.shape[0] != B:
+        return None  # the planned route says what is wrong
+    if d.size and (d.min() < 0 or d.max() >= V):
+        bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
+        raise ValueError(f"drafts: token id {bad} outside [0, {V})")
     n = check_n(d.shape[1])
-    if v.fixed_n is not None and n != v.fixed_n:
-        raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
+    if not v.n_min <= n <= v.n_max:
+        if v.fixed_n is not None:
+            raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
+        raise ValueError(f"n: verifier {v.name!r} handles {v.n_min} <= n <= {v.n_max} drafts, got n = {n}")
+    if pr.dtype != qr.dtype:  # one float width for the kernel; widening is exact
+        pr, qr = pr.astype(np.float64), qr.astype(np.float64)
+    pr, qr = (np.ascontiguousarray(np.broadcast_to(x, (B, V))) for x in (pr, qr))
     d64 = np.ascontiguousarray(d, dtype=np.int64)
-    ids = _row_ids(row_ids, d64.shape[0])
-    return _core.verify_direct(name, p2, q2, d64, _seed(rng), _threads(threads), ids)
+    ids = _row_ids(row_ids, B)
+    tokens, accepted, err = _core.verify_direct(name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL)
+    if err is not None:
+        status, side, r, value = err
+        raise_row_error("pq"[side], status, r, value, (pr, qr)[side])
+    return tokens, accepted
 
 
 def _to_columns(d2: NDArray[np.int64], col_ids: NDArray[np.int64], rows: NDArray[np.int64]) -> NDArray[np.int64]:

@@ -43,4 +43,16 @@ inline uint64_t mulhi64(uint64_t a, uint64_t b) {
 #endif
 }
 
+// x^n by repeated squaring (n >= 0); the one power every dual kernel uses, so that two routes
+// over the same prefix give the same bits.
+inline double ipow(double x, int n) {
+    double r = 1.0;
+    while (n > 0) {
+        if (n & 1) r *= x;
+        x *= x;
+        n >>= 1;
+    }
+    return r;
+}
+
 }  // namespace mdsd

@@ -1,5 +1,6 @@
 // The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (docs/theory.md §3.2), solved by the
-// sorted-prefix scan for q-convex schemes (iid, wor; §4.2), by the closed form for greedy (§5), as
+// sorted-prefix scan for q-convex schemes (iid, wor; §4.2; iid by bucket selection instead of a
+// full sort, §4.2.1 and iid_select.hpp), by the closed form for greedy (§5), as
 // p(T) for topk drafts and through the split pair for mixed drafts (§5.2, scheme.hpp).
 // Every kernel reports the certificate H: the token set attaining the minimum.
 #pragma once
@@ -10,21 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "mdsd/bits.hpp"
+#include "mdsd/iid_select.hpp"
 #include "mdsd/order.hpp"
 #include "mdsd/scheme.hpp"
 #include "mdsd/wor.hpp"
 
 namespace mdsd {
-
-inline double ipow(double x, int n) {
-    double r = 1.0;
-    while (n > 0) {
-        if (n & 1) r *= x;
-        x *= x;
-        n >>= 1;
-    }
-    return r;
-}
 
 struct DualWorkspace {
     OrderWorkspace ows;
@@ -33,12 +26,18 @@ struct DualWorkspace {
     WorExact3 ex3;
     WorRace race;
     TopSplit split;  // mixed schemes
+    IidSelectWorkspace sel;
 };
 
 struct DualResult {
     double alpha = 1.0;
     int64_t k_star = 0;  // iid / wor: the certificate is order[0, k_star)
 };
+
+// How dual_alpha finds the iid minimum: Select (iid_select.hpp, the default) or Sorted (a full
+// ratio sort, dual_prefix). The two give the same bits; Sorted is kept for the tests and for
+// callers that need the whole order (the optimal iid verifier).
+enum class IidRoute { Select, Sorted };
 
 // alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (docs/theory.md §5)
 inline double dual_greedy(const double* p, const double* q, int64_t V, int n, std::vector<int64_t>* cert) {
@@ -77,19 +76,10 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
     double best = 0.0;
     int64_t kbest = 0;
     if (scheme == Scheme::Iid || n == 1) {
-        double P = 0.0, S = 0.0;
-        for (int64_t k = 0; k < K; ++k) {
-            const int32_t i = ord[k];
-            P += p[i];
-            S += q[i];
-            const double F = P - ipow(S, n);
-            if (F < best) {
-                best = F;
-                kbest = k + 1;
-            }
-        }
-        res.alpha = std::min(1.0, 1.0 + best);
-        res.k_star = kbest;
+        IidScan scan;
+        for (int64_t k = 0; k < K; ++k) scan.add(p[ord[k]], q[ord[k]], n);
+        res.alpha = std::min(1.0, 1.0 + scan.best);
+        res.k_star = scan.kbest;
         return res;
     }
     if (K < n) throw std::invalid_argument("n: without-replacement drafts need at least n tokens with q > 0");
@@ -176,9 +166,23 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
     return res;
 }
 
+// dual_prefix, with the iid case (any scheme at n = 1) by selection unless `route` says Sorted.
+// ws.order then holds the first k_star tokens of the ratio order (and maybe more), not all K.
+inline DualResult dual_prefix_routed(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
+                                     DualWorkspace& ws, IidRoute route) {
+    if (route == IidRoute::Sorted || !(scheme == Scheme::Iid || n == 1) || n < 1)
+        return dual_prefix(p, q, V, n, scheme, wm, ws);
+    const IidSelectResult r = iid_select(p, q, V, n, ws.sel, ws.order);
+    if (r.fallback) return dual_prefix(p, q, V, n, scheme, wm, ws);
+    DualResult res;
+    res.alpha = std::min(1.0, 1.0 + r.best);
+    res.k_star = r.k_star;
+    return res;
+}
+
 // One row: alpha* and (optionally) the certificate H as sorted token ids.
 inline double dual_alpha(const double* p, const double* q, int64_t V, int n, DraftScheme ds, WorMethod wm,
-                         DualWorkspace& ws, std::vector<int64_t>* cert) {
+                         DualWorkspace& ws, std::vector<int64_t>* cert, IidRoute route = IidRoute::Select) {
     if (n < 1) throw std::invalid_argument("n: must be >= 1");
     if (ds.kind == Scheme::Greedy) return dual_greedy(p, q, V, n, cert);
     if (ds.kind == Scheme::Topk) {  // alpha* = p(T), H = T: every draft set is T
@@ -190,7 +194,7 @@ inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Dra
         return std::min(pT, 1.0);
     }
     if (!ds.mixed()) {
-        DualResult r = dual_prefix(p, q, V, n, ds.kind, wm, ws);
+        DualResult r = dual_prefix_routed(p, q, V, n, ds.kind, wm, ws, route);
         if (cert) {
             cert->assign(ws.order.begin(), ws.order.begin() + r.k_star);
             std::sort(cert->begin(), cert->end());
@@ -202,7 +206,7 @@ inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Dra
                                     std::to_string(ds.top) + ", n = " + std::to_string(n));
     TopSplit& sp = ws.split;
     sp.build(p, q, V, ds.top, n - ds.top, ds.kind);
-    DualResult r = dual_prefix(sp.p.data(), sp.q.data(), V, n - ds.top, ds.kind, wm, ws);
+    DualResult r = dual_prefix_routed(sp.p.data(), sp.q.data(), V, n - ds.top, ds.kind, wm, ws, route);
     if (cert) {  // H = T u the split pair's certificate (which never holds t0: q(t0) = 0)
         cert->assign(sp.T.begin(), sp.T.end());
         cert->insert(cert->end(), ws.order.begin(), ws.order.begin() + r.k_star);
@@ -212,8 +216,8 @@ inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Dra
 }
 
 inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
-                         DualWorkspace& ws, std::vector<int64_t>* cert) {
-    return dual_alpha(p, q, V, n, DraftScheme{scheme, 0}, wm, ws, cert);
+                         DualWorkspace& ws, std::vector<int64_t>* cert, IidRoute route = IidRoute::Select) {
+    return dual_alpha(p, q, V, n, DraftScheme{scheme, 0}, wm, ws, cert, route);
 }
 
 }  // namespace mdsd

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -20,20 +21,25 @@ struct OrderWorkspace {
     std::vector<int32_t> idx, idx_tmp;
 };
 
-// Fills `order` with the support of q (q > 0) sorted by ascending p/q. Returns its length K.
-inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWorkspace& ws,
-                           std::vector<int32_t>& order) {
+// The sort key of a ratio r >= 0: its IEEE bits, which order like r.
+inline uint64_t key_bits(double r) {
+    uint64_t k;
+    std::memcpy(&k, &r, sizeof k);
+    return k;
+}
+
+// Fills ws.keys[0, K) and ws.idx[0, K) with the ratio keys of the support of q (q > 0), in token
+// order: the IEEE bits of p / q (or of p / (q 2^64), see below: the same order). Returns K.
+inline int64_t ratio_keys(const double* p, const double* q, int64_t V, OrderWorkspace& ws) {
     ws.keys.resize(V);
     ws.idx.resize(V);
     int64_t K = 0;
     bool overflow = false;
     for (int64_t i = 0; i < V; ++i) {
         if (q[i] > 0.0) {
-            double r = p[i] / q[i];
+            const double r = p[i] / q[i];
             overflow |= r > std::numeric_limits<double>::max();
-            uint64_t k;
-            std::memcpy(&k, &r, sizeof k);
-            ws.keys[K] = k;
+            ws.keys[K] = key_bits(r);
             ws.idx[K] = static_cast<int32_t>(i);
             ++K;
         }
@@ -45,12 +51,16 @@ inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWor
     if (overflow) {
         for (int64_t j = 0; j < K; ++j) {
             const int32_t i = ws.idx[j];
-            double r = p[i] / std::ldexp(q[i], 64);
-            uint64_t k;
-            std::memcpy(&k, &r, sizeof k);
-            ws.keys[j] = k;
+            ws.keys[j] = key_bits(p[i] / std::ldexp(q[i], 64));
         }
     }
+    return K;
+}
+
+// Fills `order` with the support of q (q > 0) sorted by ascending p/q. Returns its length K.
+inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWorkspace& ws,
+                           std::vector<int32_t>& order) {
+    const int64_t K = ratio_keys(p, q, V, ws);
     order.resize(K);
     if (K < 256) {
         // Small supports: a comparison sort beats the radix passes.

@@ -11,6 +11,9 @@
 - block verification of chains, traversal verification of trees and the tree bound of per-node
   verifiers, on the raw contract arrays (docs/trees_verification.md); real trees grown from
   SmolLM2-135M (``load_trees``, docs/DATA.md).
+- "block" and "traversal" are ``tree_value`` names too (registered.py); ``drafted_bound`` brackets the
+  tree bound at a drafted tree's root context; ``tree_report`` (``mdsd-fast trees``) values every
+  verifier on a tree file (docs/trees_report.md).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from .block import (
     chain_values,
 )
 from .bound import TreeBound, bound_output_law, kseq_bound, per_node_ot_value, tree_bound
+from .bound_drafted import BoundInterval, drafted_bound
 from .data import TreeDataset, load_trees
 from .draft import (
     MAX_ENUMERATED,
@@ -36,6 +40,8 @@ from .draft import (
     enumerate_kseq,
     tuple_law,
 )
+from .registered import block_value, chain_nodes, traversal_value
+from .report import TreeReport, tree_report
 from .traversal import traversal_expected_accepted, traversal_output_law, traversal_verify
 from .tree import TREE_SCHEMES, DraftTree, choices_to_parent, q_ranks
 from .value import (
@@ -92,4 +98,11 @@ __all__ = [
     "traversal_expected_accepted",
     "traversal_output_law",
     "traversal_verify",
+    "traversal_value",
+    "block_value",
+    "chain_nodes",
+    "BoundInterval",
+    "drafted_bound",
+    "TreeReport",
+    "tree_report",
 ]

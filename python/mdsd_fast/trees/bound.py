@@ -37,6 +37,7 @@ __all__ = [
     "NodePlan",
     "node_lp",
     "node_greedy",
+    "greedy_value",
     "TreeBound",
     "tree_bound",
     "kseq_bound",
@@ -114,16 +115,35 @@ def node_greedy(
     v = p.size
     order = sorted((y for y in range(v) if p[y] > 0.0), key=lambda y: (-u[y], y))
     a = np.zeros(v)
-    q1 = np.append(q, 0.0)
-    inside = np.zeros(v + 1)
     rank = 0.0
-    for y in order:
-        inside[y] = p[y]
-        inside[v] = max(0.0, 1.0 - float(inside[:v].sum()))
-        new = float(optimal_acceptance(inside, q1, n, scheme))
+    for k, y in enumerate(order):
+        new = _prefix_rank(p, q, order[: k + 1], n, scheme)
         a[y] = max(0.0, new - rank)
         rank = max(rank, new)
     return float(u @ a), a
+
+
+def _prefix_rank(p: NDArray[np.float64], q: NDArray[np.float64], members: Sequence[int], n: int, scheme: str) -> float:
+    """g(S) for S = ``members``: alpha* of (p on S + a never-drafted token holding 1 - p(S), q + that token at 0)."""
+    v = p.size
+    inside = np.zeros(v + 1)
+    inside[list(members)] = p[list(members)]
+    inside[v] = max(0.0, 1.0 - float(inside[:v].sum()))
+    return float(optimal_acceptance(inside, np.append(q, 0.0), n, scheme))
+
+
+def greedy_value(p: NDArray[np.float64], q: NDArray[np.float64], n: int, scheme: str, u: NDArray[np.float64]) -> float:
+    """The value of ``node_greedy`` with one rank evaluation per distinct weight instead of per token:
+    tokens of equal weight enter together (their split does not change sum u a). Needs u >= 0."""
+    pos = np.flatnonzero(p > 0.0)
+    levels = np.unique(u[pos])[::-1]
+    value, rank, members = 0.0, 0.0, np.zeros(0, dtype=np.int64)
+    for w in levels:
+        members = np.concatenate([members, pos[u[pos] == w]])
+        new = max(rank, _prefix_rank(p, q, members.tolist(), n, scheme))
+        value += float(w) * (new - rank)
+        rank = new
+    return value
 
 
 @dataclass(frozen=True)

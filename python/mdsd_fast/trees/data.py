@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 
 from ..data import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes, write_npz
 from ._raw import RawTree, check_tree
+from .tree import DraftTree
 
 __all__ = ["TREES_FORMAT", "TreeDataset", "TreeDatasetBuilder", "default_trees_path", "load_trees", "sparse_support"]
 
@@ -186,7 +187,36 @@ class TreeDatasetBuilder:
             arrays[f"{key}_planes"] = _to_planes(k)
             arrays[f"{key}_trunc"] = np.maximum(1.0 - np.add.reduceat(v, offs[:-1]), 0.0)
             arrays[f"{key}_quant"] = l1
+        self._settle_ranked(arrays, offs)
         return write_npz(path, arrays)
+
+    def _settle_ranked(self, arrays: dict[str, Any], offs: NDArray[np.int64]) -> None:
+        """A "topk" node whose drafted set is not the top of its *stored* q (near-ties that the
+        fixed-point rows order differently from the model's precision) is written as "static": the
+        same deterministic-set rule, without the claim that the set is q's top (docs/DATA.md)."""
+        q = _fixed_decode(arrays["q_planes"], arrays["q_exp"].astype(np.int64), offs)
+        names = [str(x) for x in arrays["scheme_names"].tolist()]
+        scheme = arrays["scheme"].astype(np.int64)
+        if "topk" not in names:
+            return
+        topk, g, moved = names.index("topk"), 0, 0
+        for tree, nodes, _, _ in self._trees:
+            for i, nd in enumerate(nodes):
+                if scheme[g] == topk:
+                    a, b = int(offs[g]), int(offs[g + 1])
+                    order = np.lexsort((nd.support, -q[a:b]))  # value desc, then the lower id
+                    drafted = tree.token[tree.draws(i)]
+                    if not np.array_equal(np.sort(nd.support[order[: drafted.size]]), np.sort(drafted)):
+                        if "static" not in names:
+                            names.append("static")
+                        scheme[g], moved = names.index("static"), moved + 1
+                g += 1
+        if moved:
+            arrays["scheme"] = scheme.astype(np.int8)
+            arrays["scheme_names"] = np.array(names)
+            info = json.loads(str(arrays["info"]))
+            info["topk_nodes_written_static"] = moved
+            arrays["info"] = np.array(json.dumps(info, sort_keys=True))
 
 
 class TreeDataset:
@@ -281,6 +311,30 @@ class TreeDataset:
             [self._scheme_names[int(s)] for s in self._scheme[r.start : r.stop]],
         )
 
+    def compact_tree(self, t: int) -> tuple[DraftTree, NDArray[np.int64]]:
+        """Tree ``t`` as a :class:`DraftTree` over the union of its nodes' stored supports (token ids
+        renumbered in increasing order, so ties keep the lowest-id rule) and that union, the real ids.
+        Every value is the same as on the dense rows of :meth:`tree` (tokens outside have p = q = 0
+        at every node); the rows are ~1,000 wide instead of 49,152."""
+        r = self._nodes(t)
+        rows = self.sparse_rows(t)
+        vocab = np.unique(np.concatenate([s for s, _, _ in rows]))
+        p = np.zeros((len(r), vocab.size))
+        q = np.zeros((len(r), vocab.size))
+        for i, (s, pv, qv) in enumerate(rows):
+            k = np.searchsorted(vocab, s)
+            p[i, k] = pv / pv.sum()
+            q[i, k] = qv / qv.sum()
+        token = self._token[r.start : r.stop].copy()
+        token[1:] = np.searchsorted(vocab, token[1:])
+        d0, d1 = int(self._draw_off[r.start]), int(self._draw_off[r.stop])
+        scheme = [self._scheme_names[int(s)] for s in self._scheme[r.start : r.stop]]
+        tree = DraftTree(
+            self._parent[r.start : r.stop], token, p, q, self._draw_off[r.start : r.stop + 1] - d0,
+            self._draw_child[d0:d1], scheme,
+        )  # fmt: skip
+        return tree, vocab.astype(np.int64)
+
     def select(self, **fields: Any) -> list[int]:
         """Indices of the trees whose metadata equal every given field (e.g. shape="b2x4")."""
         bad = [k for k in fields if k not in TREE_FIELDS]
@@ -292,7 +346,7 @@ class TreeDataset:
 def load_trees(path: str | os.PathLike[str] | None = None) -> TreeDataset:
     """Read a tree file (default: the shipped SmolLM2 sample). NumPy only; no pickles."""
     path = default_trees_path() if path is None else Path(path)
-    with np.load(path, allow_pickle=False) as z:
+    with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # our handle: closed even if np.load fails
         fmt = str(z["format"]) if "format" in z.files else ""
         if fmt != TREES_FORMAT:
             raise ValueError(f"{path}: not a {TREES_FORMAT} file (format field {fmt!r})")

@@ -20,6 +20,22 @@ namespace mdsd::race {
 // factors one by one. Returns false where Newton's identities would lose more than ~1e-10 to
 // cancellation (few tokens holding the mass) or n > 8; the caller then multiplies the factors.
 constexpr int kMoments = 48;
+
+// c[k * (M + 1) + m]: the coefficient of u^m in (e^u - 1)^k, for 1 <= k < n and m <= M (zero elsewhere).
+inline void expm1_power_coefficients(int n, int M, double* c) {
+    const int W = M + 1;
+    std::fill(c, c + static_cast<std::size_t>(n) * W, 0.0);
+    if (n < 2) return;
+    double f = 1.0;
+    for (int m = 1; m <= M; ++m) {
+        f /= m;
+        c[W + m] = f;
+    }
+    for (int k = 2; k < n; ++k)
+        for (int m = k; m <= M; ++m)
+            for (int j = 1; j <= m - k + 1; ++j) c[k * W + m] += c[W + j] * c[(k - 1) * W + m - j];
+}
+
 inline bool product_by_moments(const Grid& gr, const double* q, const std::vector<int32_t>& toks, double qs,
                                Pair& out) {
     const int n = gr.n;
@@ -37,18 +53,8 @@ inline bool product_by_moments(const Grid& gr, const double* q, const std::vecto
             pw *= r;
         }
     }
-    // c[k][m]: coefficient of u^m in (e^u - 1)^k, k < n
-    double c[8][M + 1] = {{0.0}};
-    {
-        double f = 1.0;
-        for (int m = 1; m <= M; ++m) {
-            f /= m;
-            c[1][m] = f;
-        }
-        for (int k = 2; k < n; ++k)
-            for (int m = k; m <= M; ++m)
-                for (int j = 1; j <= m - k + 1; ++j) c[k][m] += c[1][j] * c[k - 1][m - j];
-    }
+    double c[8][M + 1];  // c[k][m]: coefficient of u^m in (e^u - 1)^k, k < n
+    expm1_power_coefficients(n, M, &c[0][0]);
     // Q = q(toks), compensated (Neumaier): it enters as e^{-Q t}, whose relative error is Q t times
     // Q's, and Q t reaches ~100 where the integrands still count (the plain sum gave 1e-12 there).
     double Q = 0.0;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mdsd/race/grid.hpp"
+#include "mdsd/race/tiny_batch.hpp"
 
 namespace mdsd::race {
 
@@ -42,6 +43,9 @@ struct WorRace {
     double h = 0.0, t_lo = 0.0, log_t_lo = 0.0;
     double scale = 1.0;                            // 2^k: rates in the scaled time unit
     std::vector<double> t, P, b, e;                // P laid out [c][g] so the DP vectorises over g
+    TinyBatch tiny;                                // tokens deferred to the next value()
+    bool defer = true;                             // false: every token one by one (tests' reference)
+    int64_t batched = 0;                           // tokens laid by a batch since reset() (for tests)
 
     // Nodes per doubling: M = ceil(3 sqrt(n / 8)), i.e. 3 up to n = 8, so the step stays as fine
     // relative to the peak width as at n = 8. Measured |error| on Q < 1e-12 for n <= 1000 (worst
@@ -77,15 +81,44 @@ struct WorRace {
         b.resize(G);
         e.resize(G);
         g_sat = G;
+        tiny.reset(n);
+        batched = 0;
     }
 
     // b_g = 1 - e^{-x t_g}, e_g = e^{-x t_g} for g < gn (the first M nodes directly, then doubling).
     void chain(double x, int64_t gn) { factor_chain(t.data(), gn, M, M, x, e.data(), b.data()); }
 
+    // A token tiny on every node in use (q t <= TinyBatch::kTiny) waits for the next value(), which
+    // lays all the waiting ones at once (race/tiny_batch.hpp); on LLM rows that is most tokens, and
+    // the scan asks for few values between long runs of them.
     void add(double qi) {
+        if (g_sat == 0) return;
+        const double x = qi * scale;
+        if (defer && n >= 2 && n <= TinyBatch::kMaxN && x * t[g_sat - 1] <= TinyBatch::kTiny) {
+            tiny.qs.push_back(x);
+            return;
+        }
+        add_scaled(x);
+    }
+
+    // The waiting tiny tokens join P: as one batch, or one by one when there are few.
+    void flush() {
+        if (tiny.qs.empty()) return;
+        if (static_cast<int64_t>(tiny.qs.size()) < TinyBatch::kMinBatch) {
+            for (double x : tiny.qs) add_scaled(x);
+            tiny.qs.clear();
+            return;
+        }
+        batched += static_cast<int64_t>(tiny.qs.size());
+        tiny.apply(P.data(), G, g_sat, t.data(), M, e.data(), b.data());
+        saturate();
+    }
+
+    // x: the token's rate in the scaled time unit.
+    void add_scaled(double x) {
         const int64_t gn = g_sat;
         if (gn == 0) return;
-        chain(qi * scale, gn);
+        chain(x, gn);
         const double* bb = b.data();
         const double* ee = e.data();
         for (int c = n - 1; c >= 1; --c) {
@@ -95,7 +128,11 @@ struct WorRace {
         }
         double* P0 = P.data();
         for (int64_t g = 0; g < gn; ++g) P0[g] *= ee[g];
-        // Fbar(t) is non-increasing in t, so the saturated nodes form a suffix of the grid.
+        saturate();
+    }
+
+    // Fbar(t) is non-increasing in t, so the saturated nodes form a suffix of the grid.
+    void saturate() {
         while (g_sat > 0) {
             const int64_t g = g_sat - 1;
             double fb = 0.0;
@@ -121,6 +158,7 @@ struct WorRace {
     }
 
     double value(double /*S*/, double lam) {
+        flush();
         lam *= scale;
         int64_t g_max = static_cast<int64_t>(std::floor((std::log(kCut / lam) - log_t_lo) / h)) + 1;
         const int64_t gn = std::clamp<int64_t>(g_max, 0, g_sat);

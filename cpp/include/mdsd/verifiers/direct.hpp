@@ -13,60 +13,80 @@
 #include <vector>
 
 #include "mdsd/verifiers/common.hpp"
+#include "mdsd/verifiers/direct_simd.hpp"
 
 namespace mdsd::verif::direct {
 
-// D_T(x) = (p(x) - T q(x))_+; a token with q = 0 keeps p (also at T = inf).
-inline double d_at(double p, double q, double T) { return q > 0.0 ? std::max(0.0, p - T * q) : p; }
+using simd::d_at;
 
-inline double mass(const double* p, const double* q, int64_t V, double T) {
-    double m = 0.0;
-    for (int64_t i = 0; i < V; ++i) m += d_at(p[i], q[i], T);
-    return m;
-}
+inline double mass(const double* p, const double* q, int64_t V, double T) { return simd::mass(p, q, V, T); }
 
-// The residual norm(D_T), drawn by one pass in id order; an empty D_T (probability 0 in exact
+// A residual norm(w) with w(x) = weight(p(x), q(x)) >= 0 and mass M = sum w (weight.sum over a
+// range, vectorised), drawn by one pass in id order; an empty w (probability 0 in exact
 // arithmetic) falls back to p.
-struct Residual {
+template <class W>
+struct IdResidual {
     const double* p;
     const double* q;
     int64_t V;
-    double T, M;
+    W weight;
+    double M;
     bool empty() const { return false; }
+    double w(int64_t i, bool use_p) const { return use_p ? p[i] : weight(p[i], q[i]); }
+    // Inverse CDF in id order: block sums (vectorised) find the block, a scan finds the token.
     int32_t sample(Rng& r) const {
+        constexpr int64_t kBlock = 512;
         const bool use_p = !(M > 0.0);
         const double tot = use_p ? mass(p, q, V, 0.0) : M;
         const double u = r.uniform() * tot;
         double s = 0.0;
-        int32_t last = -1;
-        for (int64_t i = 0; i < V; ++i) {
-            const double d = use_p ? p[i] : d_at(p[i], q[i], T);
-            if (!(d > 0.0)) continue;
-            s += d;
-            last = static_cast<int32_t>(i);
-            if (s > u) return last;
+        int64_t last_block = -1;
+        for (int64_t b0 = 0; b0 < V; b0 += kBlock) {
+            const int64_t len = std::min(kBlock, V - b0);
+            const double blk = use_p ? simd::sum(p + b0, len) : weight.sum(p + b0, q + b0, len);
+            if (blk > 0.0) last_block = b0;
+            if (!(s + blk > u)) {
+                s += blk;
+                continue;
+            }
+            for (int64_t i = b0; i < b0 + len; ++i) {  // the block's own running sum decides
+                const double d = w(i, use_p);
+                if (!(d > 0.0)) continue;
+                s += d;
+                if (s > u) return static_cast<int32_t>(i);
+            }
         }
-        return last;  // u * tot rounded up to the total
+        if (last_block < 0) return -1;
+        int32_t last = -1;  // u * tot rounded up to the total: the last token with weight
+        for (int64_t i = last_block; i < std::min(V, last_block + kBlock); ++i)
+            if (w(i, use_p) > 0.0) last = static_cast<int32_t>(i);
+        return last;
     }
-    void add_law(double w, double* out) const {
+    void add_law(double mass_in, double* out) const {
         const bool use_p = !(M > 0.0);
         const double tot = use_p ? mass(p, q, V, 0.0) : M;
         for (int64_t i = 0; i < V; ++i) {
-            const double d = use_p ? p[i] : d_at(p[i], q[i], T);
-            if (d > 0.0) out[i] += w * (d / tot);
+            const double d = w(i, use_p);
+            if (d > 0.0) out[i] += mass_in * (d / tot);
         }
     }
 };
 
+// D_T of rrs.hpp as an IdResidual weight.
+struct DT {
+    double T;
+    double operator()(double p, double q) const { return d_at(p, q, T); }
+    double sum(const double* p, const double* q, int64_t len) const { return simd::mass(p, q, len, T); }
+};
+using Residual = IdResidual<DT>;
+
 // The walk of "rrs" (wor = false) or "rrs-wor" (wor = true) on tuple t of n drafts; "sd" is rrs
-// with n = 1. As RrsWor: rest = q-mass not drafted yet, summed directly once it cancels.
+// with n = 1. As RrsWor: rest = q-mass not drafted yet, summed directly once it cancels. M0 and
+// qsum are the plain sums of p and q in id order (the caller's pass may have them already).
 template <class Vis>
-void walk_rrs(const double* p, const double* q, int64_t V, const int32_t* t, int n, bool wor, Vis& vis) {
-    double T = 0.0, M = 0.0, qsum = 0.0;
-    for (int64_t i = 0; i < V; ++i) {
-        M += p[i];
-        qsum += q[i];
-    }
+void walk_rrs(const double* p, const double* q, int64_t V, const int32_t* t, int n, bool wor, Vis& vis, double M0,
+              double qsum) {
+    double T = 0.0, M = M0;
     double rest = wor ? qsum : 1.0;
     for (int i = 0; i < n; ++i) {
         const int32_t x = t[i];
@@ -85,7 +105,17 @@ void walk_rrs(const double* p, const double* q, int64_t V, const int32_t* t, int
             }
         }
     }
-    vis.residual(Residual{p, q, V, T, M});
+    vis.residual(Residual{p, q, V, DT{T}, M});
+}
+
+template <class Vis>
+void walk_rrs(const double* p, const double* q, int64_t V, const int32_t* t, int n, bool wor, Vis& vis) {
+    double M = 0.0, qsum = 0.0;
+    for (int64_t i = 0; i < V; ++i) {
+        M += p[i];
+        qsum += q[i];
+    }
+    walk_rrs(p, q, V, t, n, wor, vis, M, qsum);
 }
 
 }  // namespace mdsd::verif::direct

@@ -1,0 +1,272 @@
+"""Streaming a sharded log of synthetic LLM-like top-k positions through the report.
+
+Run:  python bench/bench_logs.py [--positions 1000000] [--workers 1,2] [--out /tmp/bench_logs]
+
+Positions: V = 49,152; per position a target and a draft row each supported on its top 20 tokens
+(the distribution an engine samples with top_k = 20; the APIs' top_logprobs = 20) out of 32 shared
+candidates, logits 3 * N(0, 1) for the target and the target's plus 2 * N(0, 1) for the draft, so the
+two supports overlap on most tokens (union support ~22-28). The rows are complete (renormalised on
+their top 20), so every value is exact: alpha* iid and wor at n = 4 and rrs's exact acceptance.
+
+Measured, each step in its own process (peak RSS from getrusage of the children):
+  * write: LogWriter positions/s and bytes/position on disk (Parquet, zstd, page checksums),
+    and the same columns as one LZMA .npz (write_npz) for comparison;
+  * read: iter_chunks positions/s;
+  * report: log_report at N/10 and N positions with 1 and 2 workers (positions/s, CPU seconds, peak RSS);
+  * the same 64 positions logged truncated (top 20, 5% unseen per side): acceptance_bounds intervals;
+  * converters: from_openai_jsonl on a JSONL pair written here (top 20 per position) and
+    from_dataset on the shipped flat dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+V, K, CANDIDATES = 49_152, 20, 32
+
+
+def synth(rng: np.random.Generator, B: int) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """CSR parts (ptr, ids, probs) of B target rows and B draft rows (see the module docstring)."""
+    # distinct candidate ids per row: an arithmetic progression mod V with a step coprime to V = 2^14 * 3
+    start = rng.integers(0, V, (B, 1))
+    stride = rng.integers(0, 4096, (B, 1)) * 6 + rng.choice([1, 5], (B, 1))
+    cand = np.sort((start + np.arange(CANDIDATES) * stride) % V, axis=1)
+    lp = rng.standard_normal((B, CANDIDATES)) * 3.0
+    lq = lp + 2.0 * rng.standard_normal((B, CANDIDATES))
+    out = []
+    for lg in (lp, lq):
+        top = np.sort(np.argpartition(-lg, K, axis=1)[:, :K], axis=1)
+        x = np.exp(np.take_along_axis(lg, top, axis=1))
+        x /= x.sum(axis=1, keepdims=True)
+        out.append((np.arange(0, B * K + 1, K), np.take_along_axis(cand, top, axis=1).ravel(), x.ravel()))
+    return out[0], out[1]
+
+
+def step(args: list[str]) -> dict[str, Any]:
+    """Run one step in a fresh process (its own peak RSS and its workers')."""
+    proc = subprocess.run([sys.executable, __file__, "--step", *args], capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise SystemExit(proc.stderr)
+    res: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    print(json.dumps(res), flush=True)
+    return res
+
+
+def do_write(out: str, n: int) -> dict[str, Any]:
+    from mdsd_fast.logs import LogWriter
+
+    rng = np.random.default_rng(0)
+    block = 50_000
+    t_gen = t_write = 0.0
+    with LogWriter(out, V, rows_per_shard=250_000) as w:
+        for start in range(0, n, block):
+            t0 = time.perf_counter()
+            b = min(block, n - start)
+            p, q = synth(rng, b)
+            t1 = time.perf_counter()
+            meta = dict(
+                model=["target"] * b,
+                draft=["draft"] * b,
+                temperature=np.ones(b),
+                domain=np.where(np.arange(start, start + b) % 2 == 0, "chat", "code"),
+                prompt_id=(np.arange(start, start + b) // 64).astype(str),
+                position=np.arange(start, start + b) % 64,
+            )
+            w.write(p, q, p_complete=True, q_complete=True, meta=meta)
+            t_gen += t1 - t0
+            t_write += time.perf_counter() - t1
+    size = sum(f.stat().st_size for f in Path(out).glob("shard-*.parquet"))
+    return dict(step="write", positions=n, write_pos_per_s=n / t_write, bytes_per_position=size / n, gen_s=t_gen)
+
+
+def do_npz(out: str, n: int) -> dict[str, Any]:
+    """The same columns as one LZMA .npz (the flat dataset's container) for comparison."""
+    from mdsd_fast.data import write_npz
+
+    rng = np.random.default_rng(0)
+    p, q = synth(rng, n)
+    arrays = dict(
+        p_ids=p[1].astype(np.int32),
+        p_probs=p[2].astype(np.float32),
+        q_ids=q[1].astype(np.int32),
+        q_probs=q[2].astype(np.float32),
+        p_len=np.diff(p[0]).astype(np.int16),
+        q_len=np.diff(q[0]).astype(np.int16),
+        row_id=np.arange(n),
+        position=np.arange(n) % 64,
+        temperature=np.ones(n),
+    )
+    t0 = time.perf_counter()
+    write_npz(out, arrays)
+    tw = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    with np.load(out) as z:
+        _ = {k: z[k] for k in z.files}  # a member is read whole: no chunked access
+    tr = time.perf_counter() - t0
+    return dict(
+        step="npz",
+        positions=n,
+        bytes_per_position=os.path.getsize(out) / n,
+        write_pos_per_s=n / tw,
+        read_pos_per_s=n / tr,
+    )
+
+
+def do_read(out: str) -> dict[str, Any]:
+    from mdsd_fast.logs import open_logs
+
+    logs = open_logs(out)
+    t0 = time.perf_counter()
+    n = sum(len(c) for c in logs.iter_chunks(4096))
+    return dict(step="read", positions=n, read_pos_per_s=n / (time.perf_counter() - t0))
+
+
+def do_report(out: str, limit: int, workers: int) -> dict[str, Any]:
+    from mdsd_fast.log_report import log_report
+    from mdsd_fast.report import ReportConfig
+
+    cfg = ReportConfig(schemes=("iid", "wor"), ns=(4,), verifiers=("rrs",), threads=1)
+    t0 = time.perf_counter()
+    rep = log_report(out, config=cfg, workers=workers, limit=limit, progress=False)
+    dt = time.perf_counter() - t0
+    a = {(r["scheme"], r["method"], r["domain"]): r["mean"] for r in rep.records if r["kind"] != "interval"}
+    n = rep.metadata["positions"]["complete"]
+    means = {f"{s}/{m}": round(v, 6) for (s, m, d), v in a.items() if d == "all"}
+    return dict(step="report", positions=n, workers=workers, seconds=dt, pos_per_s=n / dt, means=means)
+
+
+def do_truncated(out: str, n: int) -> dict[str, Any]:
+    """The same positions logged as truncated top-20 rows (5% of each side's mass unseen): intervals."""
+    from mdsd_fast.log_report import log_report
+    from mdsd_fast.logs import LogWriter
+    from mdsd_fast.report import ReportConfig
+
+    p, q = synth(np.random.default_rng(0), n)
+    with LogWriter(out, V) as w:
+        w.write((p[0], p[1], p[2] * 0.95), (q[0], q[1], q[2] * 0.95), p_complete=False, q_complete=False, meta={})
+    cfg = ReportConfig(schemes=("iid", "wor"), ns=(4,), verifiers=("rrs",), threads=1)
+    t0 = time.perf_counter()
+    rep = log_report(out, config=cfg, progress=False)
+    dt = time.perf_counter() - t0
+    widths = {
+        f"{r['scheme']}/{r['method']}": round(r["mean_high"] - r["mean_low"], 4)
+        for r in rep.records
+        if r["kind"] == "interval" and r["positions"]
+    }
+    return dict(step="report-truncated", positions=n, seconds=dt, pos_per_s=n / dt, mean_widths=widths)
+
+
+def do_openai(out: str, n: int) -> dict[str, Any]:
+    from mdsd_fast.convert import from_openai_jsonl
+
+    rng = np.random.default_rng(1)
+    per = 64
+    t_path, d_path = Path(out + "_t.jsonl"), Path(out + "_d.jsonl")
+    with open(t_path, "w") as ft, open(d_path, "w") as fd:
+        for line in range(math.ceil(n / per)):
+            lp = rng.standard_normal((per, CANDIDATES)) * 3.0
+            lq = lp + 2.0 * rng.standard_normal((per, CANDIDATES))
+            for fh, lg, model in ((ft, lp, "target"), (fd, lq, "draft")):
+                lg = lg - np.log(np.exp(lg).sum(axis=1, keepdims=True) * 1.05)  # 5% unseen
+                content = []
+                for j in range(per):
+                    top = np.argsort(-lg[j])[:K]
+                    tops = [dict(token=f"t{c}", logprob=float(lg[j, c]), bytes=list(f"t{c}".encode())) for c in top]
+                    tok = f"t{int(np.argmax(lp[j]))}"
+                    content.append(
+                        dict(
+                            token=tok,
+                            logprob=float(lg[j, int(np.argmax(lp[j]))]),
+                            bytes=list(tok.encode()),
+                            top_logprobs=tops,
+                        )
+                    )
+                fh.write(
+                    json.dumps(
+                        dict(id=f"r{line}", model=model, choices=[dict(index=0, logprobs=dict(content=content))])
+                    )
+                    + "\n"
+                )
+    t0 = time.perf_counter()
+    from_openai_jsonl(t_path, d_path, out, vocab_size=V)
+    dt = time.perf_counter() - t0
+    mb = (t_path.stat().st_size + d_path.stat().st_size) / 2**20
+    return dict(step="convert-openai", positions=n, pos_per_s=n / dt, jsonl_mb=mb)
+
+
+def do_dataset(out: str) -> dict[str, Any]:
+    import mdsd_fast as mf
+    from mdsd_fast.convert import from_dataset
+
+    t0 = time.perf_counter()
+    ds = mf.load_dataset()
+    t_load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    from_dataset(ds, out)
+    dt = time.perf_counter() - t0
+    size = sum(f.stat().st_size for f in Path(out).glob("shard-*.parquet"))
+    return dict(step="convert-dataset", positions=len(ds), pos_per_s=len(ds) / dt, load_s=t_load, mb=size / 2**20)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--positions", type=int, default=1_000_000)
+    ap.add_argument("--workers", default="1,2")
+    ap.add_argument("--out", default="/tmp/bench_logs")
+    ap.add_argument("--reuse", action="store_true", help="only the report steps, on the log already in --out")
+    ap.add_argument("--step", nargs="*", default=None, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.step is not None:  # one measurement, in this (fresh) process
+        kind, *rest = a.step
+        fn: dict[str, Any] = dict(
+            truncated=do_truncated,
+            write=do_write,
+            npz=do_npz,
+            read=do_read,
+            report=do_report,
+            openai=do_openai,
+            dataset=do_dataset,
+        )
+        conv = [int(x) if x.isdigit() else x for x in rest]
+        res = fn[kind](*conv)
+        res["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        res["peak_worker_rss_mb"] = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+        res["cpu_s"] = me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime  # all processes of the step
+        if "positions" in res:
+            res["pos_per_cpu_s"] = res["positions"] / res["cpu_s"]
+        print(json.dumps(res))
+        return 0
+    root = Path(a.out)
+    if root.exists() and not a.reuse:
+        raise SystemExit(f"{root} exists: give a new --out")
+    N = a.positions
+    log = str(root / "log")
+    results = []
+    if not a.reuse:
+        results += [step(["write", log, str(N)]), step(["read", log])]
+        results.append(step(["npz", str(root / "cols.npz"), str(min(N, 100_000))]))
+    for n in (N // 10, N):
+        for w in (int(x) for x in a.workers.split(",")):
+            results.append(step(["report", log, str(n), str(w)]))
+    results.append(step(["truncated", str(root / f"truncated{int(a.reuse)}"), "64"]))
+    if not a.reuse:
+        results.append(step(["openai", str(root / "openai"), str(min(N, 50_000))]))
+        results.append(step(["dataset", str(root / "flat")]))
+    (root / ("results_reuse.json" if a.reuse else "results.json")).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+// Many tiny tokens joining a Poisson-binomial count at once, from power sums (docs/theory.md §4.4):
+// the deferred tokens of race::WorRace (race/prefix_mass.hpp).
+//
+// A token is tiny when y = q t <= kTiny on every node still in use. For a batch B of tiny tokens,
+// per node,
+//     prod_{j in B} (e_j + x b_j) = e^{-q(B) t} prod_j (1 + x beta_j),   beta_j = e^{y_j} - 1,
+// and prod_j (1 + x beta_j) mod x^n has the elementary symmetric functions of beta as coefficients,
+// from the power sums p_k = sum_j beta_j^k (Newton's identities). beta^k = sum_m c[k][m] y^m with
+// c[k][m] the coefficient of u^m in (e^u - 1)^k, so p_k at node t_g is a polynomial in t_g / t_ref
+// whose coefficients are the moments mu_m = sum_j (q_j t_ref)^m (the series of
+// race::product_by_moments, here for P alone and on the dual's grid). Per batch this costs O(|B| m) for
+// the moments and O(G n m) for the nodes, against O(|B| n G) for the factors one by one.
+//
+// Error: (e^u - 1)^k <= u^k e^{k u}, so dropping the moments above m = n - 1 + kExtra leaves a
+// relative error below (k u)^kExtra / kExtra! <= (7 / 256)^8 / 8! ~ 7e-18 at n <= 8. Newton's
+// identities alternate in sign, but p_k <= beta_max^{k-1} p_1 with beta_max < 2^-7, so every term is
+// at most the matching coefficient of e^{s x}, s = p_1 (1 + 2^-6) ~ q(B) t, and times e^{-q(B) t}
+// those stay below ~1: the absolute error on each count is a few ulps of 1, as for the factors one
+// by one (measured against them in tests/test_wor_tiny_batch.py).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "mdsd/race/grid.hpp"
+#include "mdsd/race/moments.hpp"
+
+namespace mdsd::race {
+
+struct TinyBatch {
+    static constexpr double kTiny = 0x1p-8;  // y = q t_ref at most this
+    static constexpr int kExtra = 8;         // moments beyond the n - 1 the counts need
+    static constexpr int kMaxN = 8;          // larger n: every token goes one by one
+    // Fewer deferred tokens than this are laid one by one: a batch costs about as much as that
+    // many single tokens (one factor chain and ~n m multiply-adds per node).
+    static constexpr int kMinBatch = 16;
+    int n = 0, mmax = 0;
+    std::vector<double> qs;  // the deferred tokens' masses (in the caller's time unit)
+    std::vector<double> c;   // c[k * (mmax + 1) + m], k < n
+
+    void reset(int n_) {
+        n = n_;
+        mmax = n - 1 + kExtra;
+        qs.clear();
+        c.resize(static_cast<std::size_t>(n) * (mmax + 1));
+        expm1_power_coefficients(n, mmax, c.data());
+    }
+
+    // P ([c][g], row stride G, counts c < n) times the deferred tokens' factors on the nodes g < gn,
+    // whose largest is t[gn - 1] (every deferred q has q t[gn - 1] <= kTiny); e, b: scratch of >= gn.
+    // The batch is empty afterwards.
+    void apply(double* P, int64_t G, int64_t gn, const double* t, int M, double* e, double* b) {
+        if (qs.empty() || gn <= 0) {
+            qs.clear();
+            return;
+        }
+        const double t_ref = t[gn - 1];
+        const int W = mmax + 1;
+        double mu[kMaxN + kExtra + 1] = {0.0};
+        double Q = 0.0, comp = 0.0;  // q(B), compensated: it enters as e^{-q(B) t} with q(B) t up to ~45
+        for (double q : qs) {
+            const double s = Q + q;
+            comp += std::fabs(Q) >= q ? (Q - s) + q : (q - s) + Q;
+            Q = s;
+            const double y = q * t_ref;
+            double pw = y;
+            for (int m = 1; m <= mmax && pw > 0.0; ++m) {
+                mu[m] += pw;
+                pw *= y;
+            }
+        }
+        Q += comp;
+        qs.clear();
+        factor_chain(t, gn, M, M, Q, e, b);  // e[g] = e^{-q(B) t_g}
+        double pk[kMaxN] = {0.0}, E[kMaxN] = {0.0}, tau_m[kMaxN + kExtra + 1];
+        for (int64_t g = 0; g < gn; ++g) {
+            const double tau = t[g] / t_ref;
+            tau_m[0] = 1.0;
+            for (int m = 1; m <= mmax; ++m) tau_m[m] = tau_m[m - 1] * tau;
+            for (int k = 1; k < n; ++k) {
+                double s = 0.0;
+                for (int m = mmax; m >= k; --m) s += c[k * W + m] * tau_m[m] * mu[m];  // small terms first
+                pk[k] = s;
+            }
+            E[0] = e[g];
+            for (int cc = 1; cc < n; ++cc) {
+                double acc = 0.0;
+                for (int i = 1; i <= cc; ++i) acc += ((i & 1) ? 1.0 : -1.0) * E[cc - i] * pk[i];
+                E[cc] = acc / cc;
+            }
+            for (int cc = n - 1; cc >= 0; --cc) {  // rows go down: row cc reads rows <= cc
+                double acc = 0.0;
+                for (int i = 0; i <= cc; ++i) acc += P[static_cast<std::size_t>(i) * G + g] * E[cc - i];
+                P[static_cast<std::size_t>(cc) * G + g] = acc;
+            }
+        }
+    }
+};
+
+}  // namespace mdsd::race

@@ -1,0 +1,76 @@
+// The engine case end to end, one row at a time (bound as _core.verify_direct): the raw input row
+// (float32 or float64, as the caller has it) is validated by validate.hpp's pair pass, scaled by
+// 1/sum into the thread's scratch (within an ulp of _validate.as_pair's rows, without a (B, V) copy),
+// and walked by direct.hpp ("sd", "rrs", "rrs-wor") or direct_kseq.hpp ("kseq"). A row is read
+// from memory once; every later pass runs on the scratch, which stays in cache.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "mdsd/validate.hpp"
+#include "mdsd/verifiers/direct.hpp"
+#include "mdsd/verifiers/direct_kseq.hpp"
+
+namespace mdsd::verif::direct {
+
+enum class Kind { Rrs, RrsWor, Kseq };
+
+inline Kind parse_direct(const std::string& name) {
+    if (name == "sd" || name == "rrs") return Kind::Rrs;
+    if (name == "rrs-wor") return Kind::RrsWor;
+    if (name == "kseq") return Kind::Kseq;
+    throw std::invalid_argument("name: the direct route serves 'sd', 'rrs', 'rrs-wor' and 'kseq', got '" + name + "'");
+}
+
+// One thread's normalised row and kseq's bracket.
+struct Scratch {
+    std::vector<double> p, q;
+    KseqBracket kseq;
+    double psum = 0.0, qsum = 0.0;  // sums of the normalised rows
+    double beta1 = 0.0;             // sum of min(p, q) over the normalised rows
+};
+
+// What validation found in a row: per side (p, q) a validate::Status and its value.
+struct RowCheck {
+    int status[2] = {validate::kOk, validate::kOk};
+    double value[2] = {0.0, 0.0};
+    bool ok() const { return status[0] == validate::kOk && status[1] == validate::kOk; }
+};
+
+// Validate raw rows p, q and write p / sum(p), q / sum(q) into ws; false (chk set) if invalid.
+template <class T>
+bool normalise_pair(const T* p, const T* q, int64_t V, double tol, Scratch& ws, RowCheck& chk) {
+    double sums[2];
+    if (!validate::pair_sums(p, q, V, tol, sums, chk.status, chk.value)) return false;
+    ws.p.resize(static_cast<std::size_t>(V));
+    ws.q.resize(static_cast<std::size_t>(V));
+    double* po = ws.p.data();
+    double* qo = ws.q.data();
+    // x * (1/sum), within an ulp of as_pair's x / sum (a division per entry would cost more than
+    // the pass), and the sums walk_rrs starts from.
+    double scaled[3];
+    simd::scale_pair(p, q, V, 1.0 / sums[0], 1.0 / sums[1], po, qo, scaled);
+    ws.psum = scaled[0];
+    ws.qsum = scaled[1];
+    ws.beta1 = scaled[2];
+    return true;
+}
+
+// Index of the first draft of t with q = 0 in the normalised row, or -1.
+inline int first_q_zero(const Scratch& ws, const int32_t* t, int n) {
+    for (int k = 0; k < n; ++k)
+        if (!(ws.q[t[k]] > 0.0)) return k;
+    return -1;
+}
+
+// The walk of `kind` on the normalised row in ws.
+template <class Vis>
+void walk_row(Kind kind, Scratch& ws, int64_t V, const int32_t* t, int n, Vis& vis) {
+    if (kind == Kind::Kseq) walk_kseq(ws.p.data(), ws.q.data(), V, t, n, ws.beta1, ws.kseq, vis);
+    else walk_rrs(ws.p.data(), ws.q.data(), V, t, n, kind == Kind::RrsWor, vis, ws.psum, ws.qsum);
+}
+
+}  // namespace mdsd::verif::direct
