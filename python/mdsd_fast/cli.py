@@ -24,6 +24,7 @@ from ._cliargs import (
 )
 from ._validate import Scheme
 from .bound import optimal_acceptance, solve_lp
+from .data import SHIPPED_MODELS, default_dataset_path
 from .limits import REPORT_MAX_N
 from .report import DEFAULT_VERIFIERS
 
@@ -104,6 +105,12 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         default=None,
         help="your own (B, V) target and draft arrays instead of a dataset",
     )
+    src.add_argument(
+        "--model",
+        choices=tuple(SHIPPED_MODELS),
+        default=None,
+        help="the shipped data of this model (default smollm2-135m; gemma3-270m: a sparse sample, V = 262,144)",
+    )
     rp.add_argument(
         "--schemes",
         type=csv_of(str),
@@ -140,6 +147,11 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         "operations (default: mdsd_fast.WOR_WORK_BUDGET); a larger budget certifies more positions, slower",
     )
     rp.add_argument("--seed", type=nonnegative_int, default=0)
+    rp.add_argument(
+        "--bounds",
+        action="store_true",
+        help="on a cut sample (--model gemma3-270m): intervals containing alpha* of the uncut rows (slow)",
+    )
     rp.add_argument("--gamma", type=positive_int, default=4, help="drafted positions per target call (default 4)")
     rp.add_argument(
         "--resume",
@@ -213,6 +225,7 @@ def _report(args: argparse.Namespace) -> int:
             exact=not args.simulate,
             samples=args.samples,
             wor_work_budget=args.wor_budget,
+            bounds=args.bounds,
             seed=args.seed,
             gamma=args.gamma,
             threads=1 if (args.workers > 1 or args.scheduler) else None,
@@ -252,7 +265,7 @@ def _report(args: argparse.Namespace) -> int:
     for opt, val in (("--domain", args.domain), ("--draft", args.draft), ("--limit", args.limit)):
         if val is not None:
             raise ValueError(f"{opt}: filters a log directory (--dataset DIR holding a manifest.json) only")
-    dataset: Any = args.dataset
+    dataset: Any = args.dataset if args.model is None else default_dataset_path(args.model)
     if args.arrays:
         dataset = (_load_npy(args.arrays[0]), _load_npy(args.arrays[1]))
     rep: GapReport = gap_report(

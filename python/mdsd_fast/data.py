@@ -45,6 +45,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MAX_QUANT_L1",
     "MAX_TRUNCATION",
+    "SHIPPED_MODELS",
     "DatasetBuilder",
     "DenseChunk",
     "LMDataset",
@@ -62,6 +63,8 @@ MAX_TRUNCATION = 1e-6
 #: largest L1 error of the "fixed" value encoding per stored distribution
 MAX_QUANT_L1 = 1e-6
 DEFAULT_DATASET_FILE = "smollm2_135m.npz"
+#: model name -> file of its shipped data in mdsd_fast/data (the first is the default)
+SHIPPED_MODELS: dict[str, str] = {"smollm2-135m": DEFAULT_DATASET_FILE, "gemma3-270m": "gemma3_270m.npz"}
 
 # Row fields available through LMDataset.column() and in every .meta record.
 _ROW_FIELDS = (
@@ -81,9 +84,18 @@ _ROW_FIELDS = (
 )
 
 
-def default_dataset_path() -> Path:
-    """Path of the dataset shipped inside the package."""
-    return Path(__file__).resolve().parent / "data" / DEFAULT_DATASET_FILE
+def shipped_model(model: str | None) -> str:
+    """The key of :data:`SHIPPED_MODELS` for ``model`` (None: the default, SmolLM2-135M)."""
+    if model is None:
+        return next(iter(SHIPPED_MODELS))
+    if not isinstance(model, str) or model not in SHIPPED_MODELS:
+        raise ValueError(f"model: expected one of {', '.join(SHIPPED_MODELS)}, got {model!r}")
+    return model
+
+
+def default_dataset_path(model: str | None = None) -> Path:
+    """Path of the dataset shipped inside the package for ``model`` (default: SmolLM2-135M)."""
+    return Path(__file__).resolve().parent / "data" / SHIPPED_MODELS[shipped_model(model)]
 
 
 def top_mass_tokens(dist: NDArray[np.floating[Any]], tau: float = MAX_TRUNCATION) -> NDArray[np.int64]:
@@ -801,7 +813,12 @@ def _cat(xs: Sequence[NDArray[Any]], dtype: Any) -> NDArray[Any]:
 class DatasetBuilder:
     """Accumulates contexts (one target distribution and the drafts' distributions for one prefix)
     and builds an :class:`LMDataset`, keeping per distribution the tokens carrying all but
-    ``tau`` of its mass."""
+    ``tau`` of its mass.
+
+    ``max_tokens`` makes a sparse sample: each distribution keeps at most that many of its most
+    probable tokens, so its recorded truncation may exceed ``tau`` (a context still stores the
+    union over its distributions). Used where a full row cannot ship (V = 262,144, docs/DATA.md).
+    """
 
     def __init__(
         self,
@@ -810,10 +827,14 @@ class DatasetBuilder:
         *,
         draft_specs: Sequence[Mapping[str, Any]] | None = None,
         tau: float = MAX_TRUNCATION,
+        max_tokens: int | None = None,
         info: Mapping[str, Any] | None = None,
     ) -> None:
         if not 0 <= tau <= MAX_TRUNCATION:
             raise ValueError(f"tau must be in [0, {MAX_TRUNCATION}]")
+        if max_tokens is not None and (isinstance(max_tokens, bool) or int(max_tokens) != max_tokens or max_tokens < 1):
+            raise ValueError(f"max_tokens: expected None or a positive integer, got {max_tokens!r}")
+        self.max_tokens = None if max_tokens is None else int(max_tokens)
         self.vocab_size = int(vocab_size)
         self.draft_names = list(draft_names)
         self.draft_specs = [json.dumps(dict(s), sort_keys=True) for s in (draft_specs or [{}] * len(self.draft_names))]
@@ -846,14 +867,13 @@ class DatasetBuilder:
         q64 = np.asarray(qs, dtype=np.float64).reshape(len(self.draft_names), -1)
         if p64.shape != (self.vocab_size,) or q64.shape[1] != self.vocab_size:
             raise ValueError("distributions must have vocab_size entries")
-        # Aim slightly below tau so float rounding of the recorded sums cannot cross the limit.
-        aim = 0.9 * self.tau
-        keep = top_mass_tokens(p64, aim)
+        keep = self._kept(p64)
         for d in range(q64.shape[0]):
-            keep = np.union1d(keep, top_mass_tokens(q64[d], aim))
+            keep = np.union1d(keep, self._kept(q64[d]))
         p_tr = max(0.0, 1.0 - float(p64[keep].sum()) / float(p64.sum()))
         q_tr = np.maximum(0.0, 1.0 - q64[:, keep].sum(axis=1) / q64.sum(axis=1))
-        if p_tr > self.tau or np.any(q_tr > self.tau):  # pragma: no cover - guarded by construction
+        capped = self.max_tokens is not None
+        if not capped and (p_tr > self.tau or np.any(q_tr > self.tau)):  # pragma: no cover - by construction
             raise AssertionError("truncation above tau")
         old = self._prompts.setdefault(prompt_id, domain)
         if old != domain:
@@ -864,6 +884,13 @@ class DatasetBuilder:
         self._q.append(q64[:, keep] / q64.sum(axis=1, keepdims=True))
         self._q_trunc.append(q_tr)
         self._ctx.append((prompt_id, float(temperature), int(position), int(token)))
+
+    def _kept(self, dist: NDArray[np.float64]) -> NDArray[np.int64]:
+        # Aim slightly below tau so float rounding of the recorded sums cannot cross the limit.
+        keep = top_mass_tokens(dist, 0.9 * self.tau)
+        if self.max_tokens is not None and keep.size > self.max_tokens:
+            keep = np.sort(np.argsort(-dist, kind="stable")[: self.max_tokens])
+        return keep
 
     def build(self) -> LMDataset:
         pids = list(self._prompts)
@@ -964,11 +991,15 @@ def from_arrays(
     )
 
 
-def load_dataset(path: str | os.PathLike[str] | None = None) -> LMDataset:
-    """Load a stored dataset; ``None`` loads the one shipped with the package
-    (SmolLM2-135M-Instruct target and layer-skip drafts, V = 49,152; docs/DATA.md)."""
+def load_dataset(path: str | os.PathLike[str] | None = None, *, model: str | None = None) -> LMDataset:
+    """Load a stored dataset; ``None`` loads the one shipped with the package: ``model`` =
+    ``"smollm2-135m"`` (the default: SmolLM2-135M-Instruct, layer-skip and bigram drafts,
+    V = 49,152) or ``"gemma3-270m"`` (Gemma-3-270M, V = 262,144, a sparse sample with its
+    truncation recorded per row); docs/DATA.md."""
+    if path is not None and model is not None:
+        raise ValueError("load_dataset: give a path or a model, not both")
     if path is None:
-        path = default_dataset_path()
+        path = default_dataset_path(model)
         if not path.exists():
             raise FileNotFoundError(f"the shipped dataset is missing from this install ({path})")
     return LMDataset.load(path)

