@@ -19,7 +19,6 @@ import hashlib
 import json
 import math
 import os
-import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -41,8 +40,8 @@ from .report import (
     _code_digest,
     _file_digest,
     _run_units,
-    _shard_stale,
     _unit_seed,
+    _units_to_redo,
     position_values,
 )
 from .sparse import union_pair
@@ -302,16 +301,7 @@ def log_report(
     out = os.path.abspath(holder.name if holder else str(out_dir))
     todo = units
     if resume:  # as the dense report: reuse a unit whose key matches, say why the others are redone
-        todo, reasons = [], dict[str, int]()
-        for u in units:
-            why = _shard_stale(Path(out) / "shards" / f"{u.shard_name}.npz", u.resume_key(cfg))
-            if why is not None:
-                todo.append(u)
-                reasons[why] = reasons.get(why, 0) + 1
-        line = f"resume: reused {len(units) - len(todo)} of {len(units)} groups"
-        if todo:
-            line += f" ({len(todo)} recomputed: " + ", ".join(f"{w} for {c}" for w, c in reasons.items()) + ")"
-        print(line, file=sys.stderr, flush=True)
+        todo, _ = _units_to_redo(units, out, lambda u: u.resume_key(cfg))
     _run_units(todo, cfg, out, workers=workers, scheduler=scheduler, progress=progress, compute=compute_log_unit)
     records, findings, counts = _summarise(units, cfg, out)
     metadata = dict(

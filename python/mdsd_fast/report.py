@@ -857,6 +857,24 @@ def _truncation_findings(cat: Callable[[str], NDArray[np.float64]], cfg: ReportC
     return [dict(claim="α* of the uncut rows (the sample is cut to its top tokens)", holds=None, evidence=evidence)]
 
 
+def _units_to_redo(
+    units: Sequence[Any], out: str, key: Callable[[Any], dict[str, str]]
+) -> tuple[list[Any], dict[str, int]]:
+    """The units whose shard in ``out`` is missing or was written under another resume key, and the
+    count of each reason; says on stderr how many were reused and why the others are redone."""
+    todo, reasons = [], dict[str, int]()
+    for u in units:
+        why = _shard_stale(Path(out) / "shards" / f"{u.shard_name}.npz", key(u))
+        if why is not None:
+            todo.append(u)
+            reasons[why] = reasons.get(why, 0) + 1
+    line = f"resume: reused {len(units) - len(todo)} of {len(units)} groups"
+    if todo:
+        line += f" ({len(todo)} recomputed: " + ", ".join(f"{w} for {c}" for w, c in reasons.items()) + ")"
+    print(line, file=sys.stderr, flush=True)
+    return todo, reasons
+
+
 def gap_report(
     dataset: str
     | os.PathLike[str]
@@ -923,21 +941,9 @@ def gap_report(
             f"temperatures: no positions at T = {', '.join(f'{t:g}' for t in cfg.temperatures or ())} "
             f"(the dataset has T = {', '.join(f'{t:g}' for t in have)})"
         )
-    todo = units
-    reasons: dict[str, int] = {}
+    todo, reasons = units, dict[str, int]()
     if resume:
-        todo = []
-        for u in units:
-            why = _shard_stale(
-                Path(out) / "shards" / f"{u.shard_name}.npz", _resume_key(u, cfg, _source_digest(u.source))
-            )
-            if why is not None:
-                todo.append(u)
-                reasons[why] = reasons.get(why, 0) + 1
-        line = f"resume: reused {len(units) - len(todo)} of {len(units)} groups"
-        if todo:
-            line += f" ({len(todo)} recomputed: " + ", ".join(f"{w} for {c}" for w, c in reasons.items()) + ")"
-        print(line, file=sys.stderr, flush=True)
+        todo, reasons = _units_to_redo(units, out, lambda u: _resume_key(u, cfg, _source_digest(u.source)))
     _run_units(todo, cfg, out, workers=workers, scheduler=scheduler, progress=progress)
     records, positions = _aggregate(units, cfg, out)
     findings = _findings(positions, cfg)
