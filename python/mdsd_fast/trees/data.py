@@ -398,9 +398,12 @@ class TreeDataset:
         return [m["tree"] for m in self.meta if all(m[k] == v for k, v in fields.items())]
 
 
-def load_trees(path: str | os.PathLike[str] | None = None) -> TreeDataset:
-    """Read a tree file (default: the shipped SmolLM2 sample). NumPy only; no pickles."""
-    path = default_trees_path() if path is None else Path(path)
+def load_trees(path: str | os.PathLike[str] | None = None, *, model: str | None = None) -> TreeDataset:
+    """Read a tree file (default: the shipped sample of ``model``, SmolLM2-135M unless given).
+    NumPy only; no pickles."""
+    if path is not None and model is not None:
+        raise ValueError("model: give a path or a model's shipped sample, not both")
+    path = default_trees_path(model) if path is None else Path(path)
     with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # our handle: closed even if np.load fails
         fmt = str(z["format"]) if "format" in z.files else ""
         if fmt != TREES_FORMAT:
