@@ -251,20 +251,23 @@ def default_tree_drafts(model: Any, tok: Any, skips: dict[str, tuple[int, ...]] 
 
 @dataclass(frozen=True)
 class TreeRun:
-    """Which contexts are grown (``positions`` None: all recorded ones) and the sparse rows kept."""
+    """Which contexts are grown (``positions`` None: all recorded ones), the sparse rows kept and the
+    drafts grown (None: all of the model's)."""
 
     positions: tuple[int, ...] | None
     kmax: int
     mass_cut: float
+    drafts: tuple[str, ...] | None = None
 
 
 #: the shipped sample: one prompt per domain, both temperatures, generated position 8; <= 32 tokens per row
 SAMPLE = TreeRun((8,), 32, 1e-4)
 #: the full tree dataset (outside the wheel): every prompt and recorded position
 FULL = TreeRun(None, 4096, 1e-6)
-#: the shipped sample per model: Gemma's trees keep <= 12 tokens per distribution, so that they fit
-#: the ~280 kB the 25 MB data budget leaves (docs/gemma.md "Draft trees": what the cut costs)
-SAMPLES: dict[str, TreeRun] = {"smollm2-135m": SAMPLE, "gemma3-270m": TreeRun((8,), 12, 1e-4)}
+#: the shipped sample per model. Gemma's trees fit the ~280 kB the 25 MB data budget leaves: the two
+#: layer-skip drafts (the bigram's trees accept ~0.1 tokens) and <= 10 tokens per distribution
+#: (docs/gemma.md "Draft trees": the sizes of the other choices and what the cut costs)
+SAMPLES: dict[str, TreeRun] = {"smollm2-135m": SAMPLE, "gemma3-270m": TreeRun((8,), 10, 1e-4, ("skip1", "skip4"))}
 
 
 def build_tree_dataset(
@@ -285,6 +288,8 @@ def build_tree_dataset(
     target, tok = pr_.load()
     V = int(target.config.vocab_size)
     drafts = default_tree_drafts(target, tok, pr_.drafts)
+    if cfg.drafts is not None:
+        drafts = {d: drafts[d] for d in cfg.drafts}
     prompts = preset_prompts(pr_) if not sample else load_prompts()
     if sample:  # the first prompt of each domain
         prompts = [p for i, p in enumerate(prompts) if p.domain not in {q.domain for q in prompts[:i]}]
