@@ -90,6 +90,11 @@ def test_cli_trees_model_gemma(tmp_path, capsys) -> None:
     # both a tree file and a model: one line naming the options, exit 2
     assert main(["trees", "--model", GEMMA, "--data", str(default_trees_path(GEMMA))]) == 2
     assert "--data/--model" in capsys.readouterr().err
+    # extract-trees names a bad model on one line before anything loads
+    with pytest.raises(SystemExit) as exc:
+        main(["extract-trees", "--model", "gemma", "--sample"])
+    assert exc.value.code == 2
+    assert "argument --model: expected one of smollm2-135m, gemma3-270m, got 'gemma'" in capsys.readouterr().err
 
 
 def test_root_intervals_bracket_the_rows_they_stand_for(ts) -> None:
