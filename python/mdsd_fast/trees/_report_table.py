@@ -1,5 +1,6 @@
 """The tree report's terminal table and plots (matplotlib only when plotting). The printed intervals are
-clipped to [1, depth + 1], the range of tokens per call; the CSV keeps the t interval as computed."""
+clipped to [1, depth + 1], the range of tokens per call; the CSV keeps the t interval as computed. The
+last column is the mean interval holding the root's acceptance on the uncut rows (trees/_cut.py)."""
 
 from __future__ import annotations
 
@@ -36,12 +37,15 @@ def markdown(records: Sequence[dict[str, Any]], profiles: Sequence[dict[str, Any
     prof: dict[tuple[str, str], list[str]] = {}
     for p in sorted(profiles, key=lambda p: p["depth"]):
         prof.setdefault((p["shape"], p["verifier"]), []).append(f"{p['p_accepted_ge']:.2f}")
-    header = ["shape", "scheme", "verifier", "trees", "tokens/call (95% CI)", "P(acc >= d), d = 1..", "chain formula"]
+    header = ["shape", "scheme", "verifier", "trees", "tokens/call (95% CI)", "P(acc >= d), d = 1..", "chain formula",
+              "root acc. (uncut rows)"]  # fmt: skip
     rows, notes = [], []
     for r in records:
         chain = f"{r['chain_formula']:.3f} ({r['chain_error']:+.3f})" if _fin(r["chain_error"]) else ""
+        lo, hi = r.get("root_uncut_low", math.nan), r.get("root_uncut_high", math.nan)
+        uncut = f"[{lo:.3f}, {hi:.3f}]" if _fin(lo) and _fin(hi) else ""
         rows.append([r["shape"], r["scheme"], r["verifier"], str(r["trees"]), _tpc(r),
-                     " ".join(prof.get((r["shape"], r["verifier"]), [])), chain])  # fmt: skip
+                     " ".join(prof.get((r["shape"], r["verifier"]), [])), chain, uncut])  # fmt: skip
         if r["note"] and not _fin(r["tokens_per_call"]) and r["verifier"] != "bound":
             notes.append(f"- {r['shape']} {r['verifier']}: {r['note']}")
     lines = _render(header, rows, {3})

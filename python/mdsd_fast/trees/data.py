@@ -21,41 +21,61 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes, write_npz
+from ..data import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes, shipped_model, write_npz
 from ._raw import RawTree, check_tree
 from .tree import DraftTree
 
-__all__ = ["TREES_FORMAT", "TreeDataset", "TreeDatasetBuilder", "default_trees_path", "load_trees", "sparse_support"]
+__all__ = [
+    "SHIPPED_TREES",
+    "TREES_FORMAT",
+    "TreeDataset",
+    "TreeDatasetBuilder",
+    "default_trees_path",
+    "load_trees",
+    "sparse_support",
+]
 
 
 TREES_FORMAT = "mdsd_fast.lmtrees"
 TREES_FORMAT_VERSION = 1
 DEFAULT_TREES_FILE = "trees_smollm2.npz"
+#: the shipped tree sample of each model (keys as in ``data.SHIPPED_MODELS``)
+SHIPPED_TREES: dict[str, str] = {"smollm2-135m": DEFAULT_TREES_FILE, "gemma3-270m": "trees_gemma3_270m.npz"}
 #: per-tree metadata fields (TreeDataset.meta)
 TREE_FIELDS = ("prompt_id", "domain", "temperature", "position", "draft", "shape")
 
 
-def default_trees_path() -> Path:
-    """Path of the shipped tree sample inside the package."""
-    return Path(__file__).resolve().parent.parent / "data" / DEFAULT_TREES_FILE
+def default_trees_path(model: str | None = None) -> Path:
+    """Path of the shipped tree sample of ``model`` inside the package (None: SmolLM2-135M)."""
+    return Path(__file__).resolve().parent.parent / "data" / SHIPPED_TREES[shipped_model(model)]
+
+
+def _ranked_top(row: NDArray[np.float64], kmax: int) -> NDArray[np.int64]:
+    """The ``kmax`` most probable tokens of ``row`` in rank order (value descending, then token id)."""
+    k = min(int(kmax), row.size)
+    top = np.argpartition(-row, k - 1)[:k] if k < row.size else np.arange(row.size)
+    return top[np.lexsort((top, -row[top]))].astype(np.int64)
+
+
+def _mass_prefix(values: NDArray[np.float64], total: float, mass_cut: float, kmax: int) -> int:
+    """How many of the ranked ``values`` are kept: until ``1 - mass_cut`` of ``total``, at most kmax."""
+    k = min(int(kmax), values.size)
+    n = int(np.searchsorted(np.cumsum(values[:k]), (1.0 - mass_cut) * total)) + 1
+    return min(n, k)
 
 
 def sparse_support(row: NDArray[np.float64], mass_cut: float, kmax: int) -> NDArray[np.int64]:
     """The most probable tokens of ``row`` until their mass reaches ``1 - mass_cut``, at most
     ``kmax`` of them (ties broken by token id), as ascending ids."""
-    k = min(int(kmax), row.size)
-    top = np.argpartition(-row, k - 1)[:k] if k < row.size else np.arange(row.size)
-    top = top[np.lexsort((top, -row[top]))]
-    csum = np.cumsum(row[top])
-    n = int(np.searchsorted(csum, (1.0 - mass_cut) * row.sum())) + 1
-    return np.sort(top[: min(n, k)]).astype(np.int64)
+    top = _ranked_top(row, kmax)
+    return np.sort(top[: _mass_prefix(row[top], float(row.sum()), mass_cut, kmax)]).astype(np.int64)
 
 
 def keep_drafted_positive(
@@ -76,13 +96,39 @@ def keep_drafted_positive(
 
 @dataclass(frozen=True)
 class _Node:
+    """One node as the builder keeps it: p and q on the union of their ``kmax`` top tokens and the
+    drafted children, with each top in rank order and each row's total, so that any smaller cut
+    (:meth:`TreeDatasetBuilder.save` ``kmax=``) is the one a run with that cap would have stored."""
+
+    support: NDArray[np.int64]
+    p: NDArray[np.float64]
+    q: NDArray[np.float64]
+    p_rank: NDArray[np.int64]
+    q_rank: NDArray[np.int64]
+    p_total: float
+    q_total: float
+    drafted: NDArray[np.int64]
+
+    def cut(self, mass_cut: float, kmax: int) -> tuple[NDArray[np.int64], NDArray[np.float64], NDArray[np.float64]]:
+        """(support, p, q) of this node under the cut (mass_cut, kmax <= the builder's)."""
+        keep = [self.drafted]
+        for rank, row, total in ((self.p_rank, self.p, self.p_total), (self.q_rank, self.q, self.q_total)):
+            vals = row[np.searchsorted(self.support, rank)]
+            keep.append(rank[: _mass_prefix(vals, total, mass_cut, kmax)])
+        s = np.unique(np.concatenate(keep)).astype(np.int64)
+        at = np.searchsorted(self.support, s)
+        return s, self.p[at], self.q[at]
+
+
+class _Cut(NamedTuple):
     support: NDArray[np.int64]
     p: NDArray[np.float64]
     q: NDArray[np.float64]
 
 
 class TreeDatasetBuilder:
-    """Accumulates trees (dense contract arrays) and writes the sparse file."""
+    """Accumulates trees and writes the sparse file. Only each node's ``kmax`` top tokens of p and q
+    are kept in memory (a dense tree at V = 262,144 is ~2 MB a node)."""
 
     def __init__(self, vocab_size: int, *, mass_cut: float, kmax: int, info: Mapping[str, Any] | None = None) -> None:
         if not 0.0 <= mass_cut < 1.0:
@@ -105,15 +151,22 @@ class TreeDatasetBuilder:
             raise ValueError(f"tree has V = {tree.p.shape[1]}, the builder {self.vocab_size}")
         nodes = []
         for i in range(tree.parent.size):
-            s = np.union1d(
-                np.union1d(sparse_support(tree.p[i], self.mass_cut, self.kmax), tree.token[tree.draws(i)]),
-                sparse_support(tree.q[i], self.mass_cut, self.kmax),
-            ).astype(np.int64)
-            nodes.append(_Node(s, tree.p[i, s], tree.q[i, s]))
-        self._trees.append((tree, nodes, dict(meta), tuple(int(t) for t in context)))
+            drafted = np.unique(tree.token[tree.draws(i)]).astype(np.int64)
+            pr, qr = _ranked_top(tree.p[i], self.kmax), _ranked_top(tree.q[i], self.kmax)
+            s = np.unique(np.concatenate([pr, qr, drafted])).astype(np.int64)
+            nodes.append(_Node(s, tree.p[i, s], tree.q[i, s], pr, qr, float(tree.p[i].sum()),
+                               float(tree.q[i].sum()), drafted))  # fmt: skip
+        shell = replace(tree, p=np.zeros((tree.parent.size, 0)), q=np.zeros((tree.parent.size, 0)))
+        self._trees.append((shell, nodes, dict(meta), tuple(int(t) for t in context)))
 
-    def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write the trees (LZMA-compressed .npy members, readable by ``numpy.load``)."""
+    def save(self, path: str | os.PathLike[str], *, kmax: int | None = None) -> Path:
+        """Write the trees (LZMA-compressed .npy members, readable by ``numpy.load``). ``kmax``: a
+        smaller cap than the builder's, giving the file a run with that cap writes (default: the builder's)."""
+        kmax = self.kmax if kmax is None else int(kmax)
+        if not 1 <= kmax <= self.kmax:
+            raise ValueError(f"kmax: expected 1..{self.kmax} (the builder's cap), got {kmax}")
+        info = dict(self.info, kmax=kmax)
+        cut = [[_Cut(*nd.cut(self.mass_cut, kmax)) for nd in nodes] for _, nodes, _, _ in self._trees]
         names: dict[str, list[str]] = {"prompt_id": [], "draft": [], "shape": [], "scheme": []}
 
         def index(kind: str, v: str) -> int:
@@ -126,7 +179,7 @@ class TreeDatasetBuilder:
         cols: dict[str, list[Any]] = {k: [] for k in ("prompt", "draft", "shape", "temperature", "position")}
         sizes, parent, token, scheme, ndraw, draw_child, ctx_len, ctx_ids = [], [], [], [], [], [], [], []
         lens, ids, pv, qv = [], [], [], []
-        for tree, nodes, meta, context in self._trees:
+        for (tree, _, meta, context), nodes in zip(self._trees, cut, strict=True):
             cols["prompt"].append(index("prompt_id", str(meta["prompt_id"])))
             domains[str(meta["prompt_id"])] = str(meta["domain"])
             cols["draft"].append(index("draft", str(meta["draft"])))
@@ -154,7 +207,7 @@ class TreeDatasetBuilder:
             "format": np.array(TREES_FORMAT),
             "format_version": np.array(TREES_FORMAT_VERSION, dtype=np.int64),
             "vocab_size": np.array(self.vocab_size, dtype=np.int64),
-            "info": np.array(json.dumps(self.info, sort_keys=True)),
+            "info": np.array(json.dumps(info, sort_keys=True)),
             "tree_size": np.asarray(sizes, np.int32),
             "tree_prompt": np.asarray(cols["prompt"], np.int32),
             "tree_draft": np.asarray(cols["draft"], np.int16),
@@ -174,10 +227,12 @@ class TreeDatasetBuilder:
             "draw_count": np.concatenate(ndraw).astype(np.int16),
             "draw_child": np.concatenate(draw_child).astype(np.int16),
             "node_lengths": np.asarray(lens, np.int32),
-            "token_gaps": gaps.astype(np.uint16),
+            # the first id of a node is its own gap: uint32 once V > 65,536 (Gemma's 262,144)
+            "token_gaps": gaps.astype(np.uint16 if self.vocab_size <= 1 << 16 else np.uint32),
         }
         drafted = np.concatenate([np.isin(nd.support, tree.token[tree.draws(i)])
-                                  for tree, nodes, _, _ in self._trees for i, nd in enumerate(nodes)])  # fmt: skip
+                                  for (tree, _, _, _), nodes in zip(self._trees, cut, strict=True)
+                                  for i, nd in enumerate(nodes)])  # fmt: skip
         for key, vals in (("p", pv), ("q", qv)):
             v = np.concatenate(vals)
             exps, k, l1 = _fixed_encode(v, offs, MAX_QUANT_L1)
@@ -187,10 +242,10 @@ class TreeDatasetBuilder:
             arrays[f"{key}_planes"] = _to_planes(k)
             arrays[f"{key}_trunc"] = np.maximum(1.0 - np.add.reduceat(v, offs[:-1]), 0.0)
             arrays[f"{key}_quant"] = l1
-        self._settle_ranked(arrays, offs)
+        self._settle_ranked(arrays, offs, cut)
         return write_npz(path, arrays)
 
-    def _settle_ranked(self, arrays: dict[str, Any], offs: NDArray[np.int64]) -> None:
+    def _settle_ranked(self, arrays: dict[str, Any], offs: NDArray[np.int64], cut: list[list[_Cut]]) -> None:
         """A "topk" node whose drafted set is not the top of its *stored* q (near-ties that the
         fixed-point rows order differently from the model's precision) is written as "static": the
         same deterministic-set rule, without the claim that the set is q's top (docs/DATA.md)."""
@@ -200,7 +255,7 @@ class TreeDatasetBuilder:
         if "topk" not in names:
             return
         topk, g, moved = names.index("topk"), 0, 0
-        for tree, nodes, _, _ in self._trees:
+        for (tree, _, _, _), nodes in zip(self._trees, cut, strict=True):
             for i, nd in enumerate(nodes):
                 if scheme[g] == topk:
                     a, b = int(offs[g]), int(offs[g + 1])
@@ -343,9 +398,12 @@ class TreeDataset:
         return [m["tree"] for m in self.meta if all(m[k] == v for k, v in fields.items())]
 
 
-def load_trees(path: str | os.PathLike[str] | None = None) -> TreeDataset:
-    """Read a tree file (default: the shipped SmolLM2 sample). NumPy only; no pickles."""
-    path = default_trees_path() if path is None else Path(path)
+def load_trees(path: str | os.PathLike[str] | None = None, *, model: str | None = None) -> TreeDataset:
+    """Read a tree file (default: the shipped sample of ``model``, SmolLM2-135M unless given).
+    NumPy only; no pickles."""
+    if path is not None and model is not None:
+        raise ValueError("model: give a path or a model's shipped sample, not both")
+    path = default_trees_path(model) if path is None else Path(path)
     with open(path, "rb") as fh, np.load(fh, allow_pickle=False) as z:  # our handle: closed even if np.load fails
         fmt = str(z["format"]) if "format" in z.files else ""
         if fmt != TREES_FORMAT:

@@ -83,7 +83,7 @@ class TreeReport:
     COLUMNS = (
         "shape", "scheme", "verifier", "kind", "trees", "refused", "drafts", "depth", "accepted",
         "tokens_per_call", "ci_low", "ci_high", "bound_low", "bound_high", "exact_trees",
-        "root_alpha", "chain_formula", "chain_error", "chain_error_ci_low", "chain_error_ci_high", "note",
+        "root_alpha", "root_uncut_low", "root_uncut_high", "chain_formula", "chain_error", "chain_error_ci_low", "chain_error_ci_high", "note",
     )  # fmt: skip
     PROFILE_COLUMNS = ("shape", "scheme", "verifier", "depth", "p_accepted_ge", "ci_low", "ci_high", "trees")
 
@@ -200,6 +200,17 @@ def _root_alpha(name: str, t: DraftTree, work_budget: float | None) -> float:
     return float(acceptance(name, t.p[0], t.q[0], n, scheme=t.scheme[0], work_budget=work_budget))  # type: ignore[arg-type]
 
 
+def _root_uncut(ts: TreeDataset, idx: list[int], trees: list[DraftTree], name: str | None) -> tuple[float, float, str]:
+    """Mean interval of the root acceptance of ``name`` (None: alpha*) on the uncut root rows."""
+    from ._cut import root_intervals
+
+    roots = {(int(t.draw_ptr[1] - t.draw_ptr[0]), t.scheme[0]) for t in trees}
+    if len(roots) != 1:
+        return math.nan, math.nan, "roots of different n or scheme: no root interval"
+    ((n, sch),) = roots
+    return root_intervals(ts, idx, n, sch, name)
+
+
 def _record(shape: str, scheme: str, name: str, kind: str, drafts: str, depth: int) -> dict[str, Any]:
     nan = math.nan
     rec: dict[str, Any] = dict.fromkeys(TreeReport.COLUMNS, nan)
@@ -216,10 +227,12 @@ def tree_report(
     limit: int | None = None,
     threads: int | None = None,
     work_budget: float | None = None,
+    model: str | None = None,
 ) -> TreeReport:
     """Exact tokens per target call on every tree of a tree file, per (shape, scheme, verifier).
 
-    ``dataset``: a :class:`TreeDataset`, a path, or None (the shipped sample). ``verifiers``,
+    ``dataset``: a :class:`TreeDataset`, a path, or None (the shipped sample of ``model``:
+    "smollm2-135m", the default, or "gemma3-270m"). ``verifiers``,
     ``shapes``, ``drafts``: names to keep (default: all; verifiers default to
     :data:`TREE_REPORT_VERIFIERS`). ``limit``: at most this many trees per shape, in file order.
     ``threads``: C++ threads (results do not depend on it). ``work_budget``: of the wor optimal
@@ -227,7 +240,9 @@ def tree_report(
     "optimal" on a wor node over its work budget) leaves its row without a value (``refused`` > 0).
     """
     t0 = time.perf_counter()
-    ts = dataset if isinstance(dataset, TreeDataset) else load_trees(dataset)
+    if dataset is not None and model is not None:
+        raise ValueError("model: give a dataset or a model's shipped sample, not both")
+    ts = dataset if isinstance(dataset, TreeDataset) else load_trees(dataset, model=model)
     names = _names("verifier", verifiers, TREE_REPORT_VERIFIERS + ("optimal-lp",), "verifiers")
     if verifiers is None:
         names = list(TREE_REPORT_VERIFIERS)
@@ -277,6 +292,9 @@ def tree_report(
                 )
             except ValueError as exc:
                 alpha, rec["note"] = None, f"no chain formula: {exc}"
+            if name not in _TREE_LEVEL:  # the root acceptance of the uncut rows, where the cut allows it
+                rec["root_uncut_low"], rec["root_uncut_high"], why_not = _root_uncut(ts, idx, trees, name)
+                rec["note"] = rec["note"] or why_not
             if alpha is not None:
                 per_tree[(shape, name + ":root_alpha")] = alpha
                 formula = np.array([expected_tokens(a, int(t.depth.max())) for a, t in zip(alpha, trees, strict=True)])
@@ -293,6 +311,7 @@ def tree_report(
                 profiles.append(dict(shape=shape, scheme=scheme, verifier=name, depth=d + 1, p_accepted_ge=m,
                                      ci_low=lo, ci_high=hi, trees=len(vals)))  # fmt: skip
         records.append(_bound_record(shape, scheme, dr, depth, trees, SHAPES.get(shape)))
+        records[-1]["root_uncut_low"], records[-1]["root_uncut_high"], _ = _root_uncut(ts, idx, trees, None)
         if np.isfinite(records[-1]["bound_low"]):
             per_tree[(shape, "bound")] = np.array(records[-1].pop("_per_tree"))
         records[-1].pop("_per_tree", None)
