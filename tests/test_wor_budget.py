@@ -3,8 +3,9 @@
 The route ("optimal" / "sweep" with scheme "wor" beyond the enumerable supports) climbs a ladder of
 orders until its plan reaches alpha*_wor or its work budget per row is spent (docs/theory.md §15).
 Checked here: the budget bounds the work (up to the pass that crosses it), every plan stays
-lossless and below the bound whatever the budget, results do not depend on threads, a strict
-refusal says what ran out, and the limits / verifier tables agree across C++ and Python.
+lossless and below the bound whatever the budget, an order that cannot end within what is left
+is not started, results do not depend on threads, a strict refusal says what ran out, and the
+limits / verifier tables agree across C++ and Python.
 """
 
 from __future__ import annotations
