@@ -753,7 +753,8 @@ def route_report(
     """What the without-replacement route of "optimal" / "sweep" does with each row.
 
     Prepares the verifier with scheme "wor" and returns a dict of arrays (shape (B,), or scalars
-    for 1-D input): ``work`` (grid operations spent), ``out_of_budget``, ``best_order`` (the inner
+    for 1-D input): ``work`` (grid operations spent), ``out_of_budget`` (the budget was spent, or
+    too small for the next order or run, which is then not started), ``best_order`` (the inner
     order whose plan was kept; ``best_order_name`` spells it), ``orders_run``, ``alpha_star``,
     ``alpha_plan`` (the plan's exact acceptance) and ``gap`` = alpha_star - alpha_plan. With
     "optimal" a row that is not certified raises ValueError instead, saying the same.

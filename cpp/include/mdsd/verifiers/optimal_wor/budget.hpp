@@ -23,7 +23,14 @@ constexpr double kDefaultWorkBudget = limits::kWorWorkBudget;
 struct Budget {
     double limit = kDefaultWorkBudget;
     double used = 0.0;
+    bool declined = false;  // an order or run was not started: it could not end within what is left
     bool exhausted() const { return used >= limit; }
+    // Whether `floor` more grid operations fit; records a refusal.
+    bool fits(double floor) {
+        if (!exhausted() && limit - used >= floor) return true;
+        declined = true;
+        return false;
+    }
 };
 
 struct Options {
@@ -42,7 +49,7 @@ struct Options {
 struct Report {
     double work = 0.0;         // grid operations spent
     double work_outer = 0.0;   // of which the set-up and outer system of the first run
-    bool out_of_budget = false;
+    bool out_of_budget = false;  // spent, or too small for the next order or run
     int best_order = -1;       // the InnerOrder of the kept inner plan (-1: no inner system)
     int orders_run = 0;
 };

@@ -240,6 +240,7 @@ struct Route {
                                      std::vector<Chunk>& ch, std::vector<double>& wn);
     double order_chain(std::vector<Chunk>& ch, std::vector<double>& wn, int64_t mt, bool split);
     bool applies(InnerOrder o, int64_t group) const;  // route.hpp
+    double order_floor(InnerOrder o, int64_t group) const;  // route.hpp
     double run_order(InnerOrder o, std::vector<Chunk>& ch, std::vector<double>& wn, int64_t& group);
 };
 

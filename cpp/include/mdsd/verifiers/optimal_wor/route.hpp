@@ -3,7 +3,8 @@
 //
 // The route builds the outer system (outer.hpp), then climbs a ladder of inner orders (kLadder),
 // each only while the best plan so far is short of alpha*_wor and the row's work budget lasts
-// (budget.hpp), keeping the plan with the smallest deficit. A row still short runs again with no
+// (budget.hpp), keeping the plan with the smallest deficit. An order (or run) that cannot end
+// within what is left of the budget is not started (order_floor). A row still short runs again with no
 // split (one inner system over supp q: lossless whatever the split, since every load is computed),
 // and then the first chain order with a longer prefix-event head, both within the same budget.
 // Reaching alpha*_wor is certified per row (the plan's exact acceptance against alpha*), not
@@ -38,12 +39,44 @@ inline bool Route::applies(InnerOrder o, int64_t group) const {
         case InnerOrder::Top:
         case InnerOrder::ChainBelowGroup: return true;
         case InnerOrder::ChainPlain: return !last_resort && group > 0;
-        case InnerOrder::ChainSplit:
+        case InnerOrder::ChainSplit: return !last_resort && group >= 0;  // after ChainBelowGroup
         case InnerOrder::Bottom:
         case InnerOrder::Events: return !last_resort;
         case InnerOrder::PairSweep: return !last_resort && n == 2 && !retry;
     }
     return false;
+}
+
+// The work order o charges once started, whatever the budget does meanwhile (grid operations):
+// the products and passes it makes before its first budget check. A chain (chain.hpp) on k tokens
+// with a group of mt on top and an event head of m: the unvisited product (k - mt), the head at
+// weights 1 and 0 (2m), the down pass (4 per tail token), and with mt > 0 the products of the
+// group and of the rest (k); ChainBelowGroup first finds its group (a pass, 3k; the group is
+// shorter than jump_scan). The others: one greedy pass (3 per tail token) and the head's product;
+// the prefix-event order also the tail's product and one step over its head; the pair sweep one
+// step. With less than that left, the order would spend the rest of the budget and end cut short
+// or above it; the ladder would stop after it anyway, so it is not started.
+inline double Route::order_floor(InnerOrder o, int64_t group) const {
+    const int64_t k = static_cast<int64_t>(ord.size());
+    auto chain = [&](int64_t mt) {
+        mt = std::min(mt, k);
+        const int64_t m = std::min(event_head, k - mt), kt = k - mt - m;
+        return static_cast<double>((k - mt) + 2 * m + 4 * kt + (mt > 0 ? k : 0));
+    };
+    const int64_t mb = std::min(k, m_max), me = std::min(k, event_head);
+    double tokens = 0.0;
+    switch (o) {
+        case InnerOrder::Top: return 0.0;
+        case InnerOrder::ChainBelowGroup:
+            tokens = 3.0 * static_cast<double>(k) + chain(opt.jump_scan) - static_cast<double>(k);
+            break;
+        case InnerOrder::ChainPlain: tokens = chain(0); break;
+        case InnerOrder::ChainSplit: tokens = chain(std::max<int64_t>(group, 0)); break;
+        case InnerOrder::Bottom: tokens = static_cast<double>(mb + 3 * (k - mb)); break;
+        case InnerOrder::Events: tokens = static_cast<double>(7 * me + 4 * (k - me)); break;
+        case InnerOrder::PairSweep: return kPairStepOps * static_cast<double>(k);
+    }
+    return std::max(0.0, tokens) * n * static_cast<double>(G);
 }
 
 inline double Route::run_order(InnerOrder o, std::vector<Chunk>& ch, std::vector<double>& wn, int64_t& group) {
@@ -68,7 +101,7 @@ inline void Route::inner_system() {
     orders_run = 1;
     for (std::size_t i = 1; i < sizeof(kLadder) / sizeof(kLadder[0]); ++i) {
         if (best <= opt.certify_tol / 2 || budget.exhausted()) break;
-        if (!applies(kLadder[i], group)) continue;
+        if (!applies(kLadder[i], group) || !budget.fits(order_floor(kLadder[i], group))) continue;
         std::vector<double> won2(won);
         const double d = run_order(kLadder[i], ch2, won2, group);
         ++orders_run;
@@ -90,9 +123,11 @@ inline void split_at(Plan& pl, const std::vector<int32_t>& sup, int64_t k_in) {
     pl.num_outer = K - k_in;
 }
 
-// The full-vocabulary route into pl (split at ks).
-inline void run_route(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup, int64_t ks,
-                      const Options& opt, Budget& budget, int64_t last_resort_head, bool retry) {
+// The full-vocabulary route into pl (split at ks). Returns the least work a further run of the
+// row charges: its first order's greedy pass covers at least the swept tokens of this run
+// outside the exact head (a run with fewer inner tokens is never made).
+inline double run_route(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup, int64_t ks,
+                        const Options& opt, Budget& budget, int64_t last_resort_head, bool retry) {
     Route r(p, q, pl.V, n, sup, ks, opt, budget, last_resort_head, retry);
     r.outer_system();
     if (!retry) pl.route.work_outer = budget.used;
@@ -102,6 +137,8 @@ inline void run_route(Plan& pl, const double* p, const double* q, int n, const s
     pl.route.orders_run += r.orders_run;
     store_chunks(pl, r.chA, r.chH);
     finish(pl, p, r.won);
+    const double tail = static_cast<double>(r.ord.size()) - static_cast<double>(opt.exact_head);
+    return tail > 0.0 ? 3.0 * tail * n * static_cast<double>(r.G) : 0.0;
 }
 
 // The exact sweep on an enumerable support: loads from the stored chunks by enumeration of the
@@ -180,7 +217,7 @@ struct OptimalWor {
             return pl;
         }
         Budget budget{opt.work_budget};
-        run_route(pl, p, q, n, sup, ks, opt, budget, 0, false);
+        const double run_floor = run_route(pl, p, q, n, sup, ks, opt, budget, 0, false);
         // A second run for the row (k_in tokens inner, prefix-event heads of `head` tokens, 0: the
         // default), kept if it accepts more.
         auto run_again = [&](int64_t k_in, int64_t head) {
@@ -194,10 +231,10 @@ struct OptimalWor {
             else pl.route.orders_run = alt.route.orders_run;
         };
         auto short_of_alpha = [&] { return pl.alpha_star - pl.alpha_plan > opt.certify_tol; };
-        if (short_of_alpha() && ks < K && !budget.exhausted()) run_again(K, 0);  // no split
-        if (short_of_alpha() && !budget.exhausted()) run_again(ks, opt.last_resort_head);
+        if (short_of_alpha() && ks < K && budget.fits(run_floor)) run_again(K, 0);  // no split
+        if (short_of_alpha() && budget.fits(run_floor)) run_again(ks, opt.last_resort_head);
         pl.route.work = budget.used;
-        pl.route.out_of_budget = budget.exhausted();
+        pl.route.out_of_budget = budget.exhausted() || budget.declined;
         // "optimal" means optimal: a row the route does not certify is refused under Strict.
         if (policy == Policy::Strict && short_of_alpha())
             throw std::domain_error(
@@ -206,8 +243,8 @@ struct OptimalWor {
                 ", below alpha*_wor = " + std::to_string(pl.alpha_star) + " by " +
                 fmt_g(pl.alpha_star - pl.alpha_plan) + "; closest inner order: " + order_name(pl.route.best_order) +
                 ", " + std::to_string(pl.route.orders_run) + " orders run, " +
-                (pl.route.out_of_budget ? "work budget spent (" + fmt_g(budget.used) + " of " + fmt_g(opt.work_budget) +
-                                              " grid operations; raise work_budget=)"
+                (pl.route.out_of_budget ? "work budget spent or too small for the next order (" + fmt_g(budget.used) +
+                                              " of " + fmt_g(opt.work_budget) + " grid operations; raise work_budget=)"
                                         : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
                 "; refused rather than called optimal ('sweep' keeps this lossless plan; docs/theory.md §15.3)");
         return pl;
