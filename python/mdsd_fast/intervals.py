@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ._intervals_sparse import sparse_groups
 from ._validate import SUM_TOL, _as_float_array, _sampled, check_n, check_scheme, mixed_parts
 from .bound import optimal_acceptance
 from .sparse import _csr_parts, is_sparse
@@ -419,26 +420,27 @@ def _bounds(p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int) -> tupl
     """(low, high, smallest and largest alpha* of the completions tried, batched)."""
     scheme = check_scheme(scheme)
     n = check_n(n)
-    pl, pb = _log("p", p)
-    ql, qb = _log("q", q)
-    if pl.x.shape != ql.x.shape:
-        raise ValueError(f"p, q: shapes differ ({pl.x.shape} and {ql.x.shape}); pass one logged row of each")
+    if is_sparse(p) and is_sparse(q):  # union-support route: never a (rows, V) array
+        groups, B, batched, q_logged = sparse_groups(p, q, _Log, COMPRESS_KEEP, COMPLETE_TOL)
+    else:
+        pl, pb = _log("p", p)
+        ql, qb = _log("q", q)
+        if pl.x.shape != ql.x.shape:
+            raise ValueError(f"p, q: shapes differ ({pl.x.shape} and {ql.x.shape}); pass one logged row of each")
+        B, batched, q_logged = pl.x.shape[0], pb or qb, np.count_nonzero(ql.x, axis=1)
+        groups = _compress(pl, ql) if B else []
     mp = mixed_parts(scheme)
     m = {"greedy": n - 1, "topk": n}.get(scheme, mp[0] if mp else 0)
     if mp is not None and m >= n:
         raise ValueError(f"scheme: {scheme!r} drafts the top {m} tokens and needs n > {m}, got n = {n}")
     if scheme in ("wor", "topk") or (mp is not None and mp[1] == "wor"):
-        short = np.count_nonzero(ql.x, axis=1) < n
+        short = q_logged < n
         if short.any():
             r = int(np.argmax(short))
             raise ValueError(f"q: scheme {scheme!r} needs {n} logged draft tokens, row {r} has fewer")
-    if pl.x.shape[0] == 0:
-        e = np.zeros(0)
-        return e, e, e, e, pb or qb
-    B = pl.x.shape[0]
     lo, hi, wlo, whi = np.empty(B), np.empty(B), np.empty(B), np.empty(B)
-    for rows, pg, qg in _compress(pl, ql):
+    for rows, pg, qg in groups:
         lo[rows], hi[rows], wlo[rows], whi[rows] = _group(pg, qg, n, scheme, m, steps)
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
     hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)
-    return lo, hi, wlo, whi, pb or qb
+    return lo, hi, wlo, whi, batched

@@ -5,7 +5,7 @@ processes or on Dask by the report's scheduler (report._run_units). A unit reads
 of ``chunk_rows`` rows, never a dense group: complete rows (p and q both whole) go through the same
 per-position computation as the report (report.position_values: exact alpha* and exact verifier
 acceptance, on each row's union support), truncated rows through ``acceptance_bounds`` (an interval
-per position, in sub-batches of ``BOUNDS_ROWS`` because it works on (rows, V) arrays). A unit writes its
+per position, in sub-batches of ``BOUNDS_ROWS``: its compressed groups are >= 2,048 columns wide). A unit writes its
 per-position values to ``<out>/shards/`` atomically with a resume key (the shard's sha256 from the
 manifest, the selection, the config, the code); the summary merges per-unit moments in unit order.
 No value depends on the chunk size, the unit order or the number of workers: every row is computed
@@ -53,7 +53,7 @@ CHUNK_ROWS = 4096
 #: Entries of a batch's (rows, union support) arrays: top-20 rows run 4,096 at a time, full-vocabulary
 #: rows (the flat dataset's, up to V = 49,152 entries) ~40 at a time (8 MB per float64 array).
 CELLS = 1 << 20
-#: Truncated rows per acceptance_bounds call: it holds a few (rows, V) float64 arrays.
+#: Truncated rows per acceptance_bounds call: it holds a few (rows, >= 2,048) float64 arrays.
 BOUNDS_ROWS = 16
 
 
