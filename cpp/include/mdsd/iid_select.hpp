@@ -131,14 +131,13 @@ inline void sort_bucket(IidSelectWorkspace::Item* a, int64_t s, bool end_bucket,
     }
 }
 
-// Fills order[0, kept) with the first `kept` tokens of the ratio order (kept >= k_star) and
-// returns the scan's minimum over all prefixes, equal bit for bit to dual_prefix's, unless
-// `fallback` is set (then nothing else is).
-inline IidSelectResult iid_select(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws,
-                                  std::vector<int32_t>& order) {
-    using Item = IidSelectWorkspace::Item;
-    IidSelectResult res;
-    order.clear();
+// The first pass and the bounds, shared by both selection routes: fills ws (keys, bucket counts
+// and masses), res.support and res.fallback, and [bfirst, bcut], the buckets that can hold the
+// minimiser (bcut < 0: none, alpha* = 1 and H empty). Every bucket outside is proven not to.
+inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws, IidSelectResult& res,
+                       int64_t& bfirst, int64_t& bcut) {
+    bfirst = -1;
+    bcut = -1;
     ws.keys.resize(V);
     ws.cnt.assign(kSelBuckets, 0);
     ws.bp.assign(kSelBuckets, 0.0);
@@ -166,9 +165,9 @@ inline IidSelectResult iid_select(const double* p, const double* q, int64_t V, i
     res.support = K;
     if (overflow) {  // ratio_order's rescaled keys: leave those rows to it
         res.fallback = true;
-        return res;
+        return;
     }
-    if (K == 0) return res;
+    if (K == 0) return;
     // The smallest F at a bucket boundary (k = 0 included) is an upper bound on the minimum.
     double ub = 0.0, Ptot = 0.0, Stot = 0.0;
     for (int64_t b = 0; b < kSelBuckets; ++b) {
@@ -187,20 +186,34 @@ inline IidSelectResult iid_select(const double* p, const double* q, int64_t V, i
     // A prefix ending inside bucket b (q mass S in [S0, S1]) has P >= P0 + lo (S - S0), lo the
     // bucket's smallest ratio; P0 + lo (S - S0) - S^n is concave in S, so its minimum over
     // [S0, S1] is at an end. Every bucket is bounded: a later dip of F is never missed.
-    int64_t bcut = -1;
-    {
-        double P0 = 0.0, S0 = 0.0;
-        for (int64_t b = 0; b < kSelBuckets; ++b) {
-            if (cnt[b] == 0) continue;
-            const double lo = sel_bucket_floor(b) * (1.0 - 4.0 * eps);  // p / q rounded up at most
-            const double S1 = S0 + bq[b];
-            const double lb = std::min(P0 - ipow(S0, n), P0 + lo * bq[b] - ipow(S1, n));
-            if (lb <= ub + slack) bcut = b;
-            P0 += bp[b];
-            S0 = S1;
+    double P0 = 0.0, S0 = 0.0;
+    for (int64_t b = 0; b < kSelBuckets; ++b) {
+        if (cnt[b] == 0) continue;
+        const double lo = sel_bucket_floor(b) * (1.0 - 4.0 * eps);  // p / q rounded up at most
+        const double S1 = S0 + bq[b];
+        const double lb = std::min(P0 - ipow(S0, n), P0 + lo * bq[b] - ipow(S1, n));
+        if (lb <= ub + slack) {
+            if (bfirst < 0) bfirst = b;
+            bcut = b;
         }
+        P0 += bp[b];
+        S0 = S1;
     }
-    if (bcut < 0) return res;  // no prefix beats the empty one: alpha* = 1, H empty
+}
+
+// Fills order[0, kept) with the first `kept` tokens of the ratio order (kept >= k_star) and
+// returns the scan's minimum over all prefixes, equal bit for bit to dual_prefix's, unless
+// `fallback` is set (then nothing else is).
+inline IidSelectResult iid_select(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws,
+                                  std::vector<int32_t>& order) {
+    using Item = IidSelectWorkspace::Item;
+    IidSelectResult res;
+    order.clear();
+    int64_t bfirst, bcut;
+    sel_window(p, q, V, n, ws, res, bfirst, bcut);
+    if (res.fallback || bcut < 0) return res;  // bcut < 0: no prefix beats the empty one
+    const uint64_t* keys = ws.keys.data();
+    uint32_t* cnt = ws.cnt.data();
     // Scatter the kept buckets' tokens (key < kend), bucket by bucket, in token order: about 4,000
     // write streams, which stay in cache, unlike one per token.
     const uint64_t kend = bcut + 1 == kSelBuckets ? kNoKey : key_bits(sel_bucket_floor(bcut + 1));
