@@ -22,7 +22,7 @@ _I = NDArray[np.int64]
 _F = NDArray[np.float64]
 
 
-def _side(name: str, x: Any) -> tuple[_I, _I, _F, int, bool]:
+def logged_entries(name: str, x: Any) -> tuple[_I, _I, _F, int, bool]:
     """(ptr, ids, values) of the logged (non-zero) entries, ids ascending per row, validated with
     the dense route's messages."""
     ptr, ids, val, V, one_d = _csr_parts(name, x)
@@ -72,8 +72,8 @@ def _mass(name: str, ptr: _I, val: _F, V: int, complete_tol: float) -> tuple[_F,
 
 def sparse_groups(p: Any, q: Any, log_type: Any, keep: int, complete_tol: float) -> tuple[list[Any], int, bool, _I]:
     """(groups ``(rows, p, q)`` as ``_compress`` returns them, B, batched, logged q tokens per row)."""
-    pp, pi, pv, Vp, p1 = _side("p", p)
-    qp, qi, qv, Vq, q1 = _side("q", q)
+    pp, pi, pv, Vp, p1 = logged_entries("p", p)
+    qp, qi, qv, Vq, q1 = logged_entries("q", q)
     if (pp.shape[0], Vp) != (qp.shape[0], Vq):
         raise ValueError(
             f"p, q: shapes differ ({(pp.shape[0] - 1, Vp)} and {(qp.shape[0] - 1, Vq)}); pass one logged row of each"

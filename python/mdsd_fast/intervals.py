@@ -26,10 +26,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._intervals_sparse import sparse_groups
+from ._intervals_sparse import logged_entries, sparse_groups
 from ._validate import SUM_TOL, _as_float_array, _sampled, check_n, check_scheme, mixed_parts
 from .bound import optimal_acceptance
-from .sparse import _csr_parts, is_sparse
+from .sparse import is_sparse
 
 __all__ = ["acceptance_bounds", "BOUND_SLACK"]
 
@@ -68,17 +68,10 @@ class _Log:
 
 def _logged(name: str, x: Any) -> _F:
     """A TopK or scipy.sparse log as a dense array of its logged entries (not normalised: the row
-    sum is the logged mass)."""
-    ptr, ids, val, V, one_d = _csr_parts(name, x)
-    B = ptr.shape[0] - 1
-    row = np.repeat(np.arange(B), np.diff(ptr))
-    if ids.size and (ids.min() < 0 or ids.max() >= V):
-        raise ValueError(f"{name}: row {int(row[np.argmax((ids < 0) | (ids >= V))])} has a token id outside [0, {V})")
-    dense = np.zeros((B, V))
-    np.add.at(dense, (row, ids), 1.0)
-    if (dense > 1).any():
-        raise ValueError(f"{name}: row {int(np.argmax((dense > 1).any(axis=1)))} lists a token twice")
-    dense[row, ids] = val
+    sum is the logged mass), after the union-support route's checks of its entries."""
+    ptr, ids, val, V, one_d = logged_entries(name, x)
+    dense = np.zeros((ptr.shape[0] - 1, V))
+    dense[np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr)), ids] = val
     return dense[0] if one_d else dense
 
 
