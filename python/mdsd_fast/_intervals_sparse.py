@@ -46,28 +46,39 @@ def logged_entries(name: str, x: Any) -> tuple[_I, _I, _F, int, bool]:
     return ptr, ids, val, V, one_d
 
 
-def _mass(name: str, ptr: _I, val: _F, V: int, complete_tol: float) -> tuple[_F, _F]:
-    """(u, t) per row with the dense route's checks: unseen mass and the cap of an unseen token."""
-    B = ptr.shape[0] - 1
-    cnt = np.diff(ptr)
-    mass = np.array([val[ptr[r] : ptr[r + 1]].sum() for r in range(B)], dtype=np.float64)
+def check_logged_mass(name: str, mass: _F) -> None:
+    """Each row's logged mass is positive and at most 1 (within SUM_TOL): the rule of both routes."""
     if (mass <= 0).any():
         raise ValueError(f"{name}: row {int(np.argmax(mass <= 0))} has no logged entry (its logged mass is 0)")
     if (mass > 1 + SUM_TOL).any():
         r = int(np.argmax(mass > 1 + SUM_TOL))
         raise ValueError(f"{name}: row {r} has logged mass {mass[r]:.9g} > 1 (more than {SUM_TOL:g} over)")
+
+
+def unseen_mass(name: str, mass: _F, t: _F, unlogged: _I, complete_tol: float) -> _F:
+    """The unseen mass 1 - mass per row (0 when complete up to rounding, docs/intervals.md §5), after
+    checking that the row's ``unlogged`` tokens, each at most ``t``, can hold it."""
     u = 1.0 - mass
     u[u < complete_tol] = 0.0
-    t = np.where(cnt == V, 0.0, np.minimum.reduceat(val, ptr[:-1]) if val.size else 0.0)
-    room = t * (V - cnt)
+    room = t * unlogged
     short = u > room * (1 + 1e-12) + 1e-15
     if short.any():
         r = int(np.argmax(short))
         raise ValueError(
-            f"{name}: row {r} leaves mass {u[r]:.6g} unseen but its {int(V - cnt[r])} unlogged tokens "
+            f"{name}: row {r} leaves mass {u[r]:.6g} unseen but its {int(unlogged[r])} unlogged tokens "
             f"can hold at most {room[r]:.6g} (each <= the smallest logged value {t[r]:.6g})"
         )
-    return u, t
+    return u
+
+
+def _mass(name: str, ptr: _I, val: _F, V: int, complete_tol: float) -> tuple[_F, _F]:
+    """(u, t) per row with the dense route's checks: unseen mass and the cap of an unseen token."""
+    B = ptr.shape[0] - 1
+    cnt = np.diff(ptr)
+    mass = np.array([val[ptr[r] : ptr[r + 1]].sum() for r in range(B)], dtype=np.float64)
+    check_logged_mass(name, mass)
+    t = np.where(cnt == V, 0.0, np.minimum.reduceat(val, ptr[:-1]) if val.size else 0.0)
+    return unseen_mass(name, mass, t, V - cnt, complete_tol), t
 
 
 def sparse_groups(p: Any, q: Any, log_type: Any, keep: int, complete_tol: float) -> tuple[list[Any], int, bool, _I]:

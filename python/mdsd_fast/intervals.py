@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._intervals_sparse import logged_entries, sparse_groups
-from ._validate import SUM_TOL, _as_float_array, _sampled, check_n, check_scheme, mixed_parts
+from ._intervals_sparse import check_logged_mass, logged_entries, sparse_groups, unseen_mass
+from ._validate import _as_float_array, _sampled, check_n, check_scheme, mixed_parts
 from .bound import optimal_acceptance
 from .sparse import is_sparse
 
@@ -86,24 +86,10 @@ def _log(name: str, x: Any) -> tuple[_Log, bool]:
         r = int(np.argmax((rows < 0).any(axis=1)))
         raise ValueError(f"{name}: row {r} has negative entries (min {rows[r].min():.3g})")
     mass = rows.sum(axis=1)
-    if (mass <= 0).any():
-        r = int(np.argmax(mass <= 0))
-        raise ValueError(f"{name}: row {r} has no logged entry (its logged mass is 0)")
-    if (mass > 1 + SUM_TOL).any():
-        r = int(np.argmax(mass > 1 + SUM_TOL))
-        raise ValueError(f"{name}: row {r} has logged mass {mass[r]:.9g} > 1 (more than {SUM_TOL:g} over)")
+    check_logged_mass(name, mass)
     unseen = rows == 0
-    u = 1.0 - mass
-    u[u < COMPLETE_TOL] = 0.0  # complete up to rounding (docs/intervals.md §5)
     t = np.where(unseen.all(axis=1), 0.0, np.min(np.where(unseen, np.inf, rows), axis=1))
-    room = t * unseen.sum(axis=1)
-    short = u > room * (1 + 1e-12) + 1e-15
-    if short.any():
-        r = int(np.argmax(short))
-        raise ValueError(
-            f"{name}: row {r} leaves mass {u[r]:.6g} unseen but its {int(unseen[r].sum())} unlogged tokens "
-            f"can hold at most {room[r]:.6g} (each <= the smallest logged value {t[r]:.6g})"
-        )
+    u = unseen_mass(name, mass, t, unseen.sum(axis=1), COMPLETE_TOL)
     return _Log(rows, unseen, u, t, np.zeros(rows.shape[0], dtype=np.int64)), batched
 
 
