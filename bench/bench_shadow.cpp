@@ -1,0 +1,119 @@
+// Micro-bench of the one-pass remaining levels (shadow_windows.hpp, docs/theory.md §12.6) against
+// the token-by-token cut of the level race (level_windows.hpp, as OptimalIid::prepare runs it), on
+// LLM-like rows (bench_dual.py's llm_like: logits N(0, 3^2), q's logits + N(0, 1)), n = 4, one
+// thread; the full sort (dual_prefix) and the whole plan (OptimalIid::prepare) timed in the same
+// loop. Standalone:
+//   g++ -std=c++17 -O3 -Icpp/include bench/bench_shadow.cpp -o /tmp/bsh && /tmp/bsh
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "mdsd/dual.hpp"
+#include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/verifiers/optimal_iid.hpp"
+#include "mdsd/verifiers/shadow_windows.hpp"
+
+namespace lv = mdsd::verif::level;
+namespace sw = mdsd::verif::shadow;
+
+template <class F>
+static double best_ms(F f, int reps) {
+    double b = 1e300;
+    for (int r = 0; r < reps; ++r) {
+        const auto a = std::chrono::steady_clock::now();
+        f();
+        b = std::min(b, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - a).count());
+    }
+    return b;
+}
+
+int main() {
+    std::mt19937_64 eng(11);
+    std::normal_distribution<double> N(0.0, 1.0);
+    const int64_t V = 49152;
+    const int n = 4, rows = 8, reps = 5;
+    double t_sort = 0, t_plan = 0, t_cut = 0, t_env = 0, segs = 0, dmax = 0;
+    for (int row = 0; row < rows; ++row) {
+        std::vector<double> p(V), q(V);
+        double sp = 0, sq = 0;
+        for (int64_t i = 0; i < V; ++i) {
+            const double z = 3.0 * N(eng);
+            p[i] = std::exp(z);
+            q[i] = std::exp(z + N(eng));
+            sp += p[i];
+            sq += q[i];
+        }
+        for (int64_t i = 0; i < V; ++i) {
+            p[i] /= sp;
+            q[i] /= sq;
+        }
+        mdsd::DualWorkspace ws;
+        mdsd::DualResult dr;
+        t_sort += best_ms(
+            [&] { dr = mdsd::dual_prefix(p.data(), q.data(), V, n, mdsd::Scheme::Iid, mdsd::WorMethod::Auto, ws); },
+            reps);
+        t_plan += best_ms([&] { (void)mdsd::verif::OptimalIid::prepare(p.data(), q.data(), V, n); }, reps);
+        const std::vector<int32_t> ord = ws.order;
+        const int64_t K = static_cast<int64_t>(ord.size()), ks = dr.k_star;
+        double qH = 0, qA = 0;
+        for (int64_t k = 0; k < ks; ++k) qH += q[ord[k]];
+        for (int64_t k = ks; k < K; ++k) qA += q[ord[k]];
+        // each system in its cutting order, the last token left out (it takes what is left)
+        std::vector<int32_t> outer(ord.begin() + ks, ord.end()), inner(ord.rbegin() + (K - ks), ord.rend());
+        if (!outer.empty()) outer.pop_back();
+        if (!inner.empty()) inner.pop_back();
+        const sw::System so{qH, qA, n, false}, si{0.0, qH, n, true};
+        std::vector<lv::Seg> cut_o, cut_i, env_o, env_i;
+        t_cut += best_ms(
+            [&] {
+                std::vector<lv::Seg> out;
+                out.reserve(2 * static_cast<std::size_t>(K));
+                for (int sys = 0; sys < 2; ++sys) {
+                    const bool in = sys == 1;
+                    lv::Levels L;
+                    L.n = n;
+                    L.from_bottom = in;
+                    L.iv.push_back(in ? lv::Seg{0.0, qH} : lv::Seg{qH, qH + qA});
+                    L.total = in ? qH : qA;
+                    for (int32_t y : in ? inner : outer) lv::take_window(L, q[y], p[y], in ? +1 : -1, false, out);
+                    (in ? cut_i : cut_o) = L.iv;
+                }
+            },
+            reps);
+        t_env += best_ms(
+            [&] {
+                std::vector<double> qs, ps;
+                for (int sys = 0; sys < 2; ++sys) {
+                    const auto& seq = sys ? inner : outer;
+                    qs.resize(seq.size());
+                    ps.resize(seq.size());
+                    for (std::size_t k = 0; k < seq.size(); ++k) {
+                        qs[k] = q[seq[k]];
+                        ps[k] = p[seq[k]];
+                    }
+                    (sys ? env_i : env_o) =
+                        sw::remaining(sys ? si : so, qs.data(), ps.data(), static_cast<int64_t>(seq.size()));
+                }
+            },
+            reps);
+        segs += static_cast<double>(env_o.size() + env_i.size());
+        // sanity: the same remaining measure (both are sets of segments)
+        auto meas = [](const std::vector<lv::Seg>& R) {
+            double s = 0;
+            for (const auto& g : R) s += g.hi - g.lo;
+            return s;
+        };
+        dmax = std::max({dmax, std::fabs(meas(cut_o) - meas(env_o)), std::fabs(meas(cut_i) - meas(env_i))});
+    }
+    std::printf("V = %lld, n = %d, %d LLM-like rows, ms per row (best of %d):\n", static_cast<long long>(V), n, rows,
+                reps);
+    std::printf("  full sort (dual_prefix)      %.3f\n", t_sort / rows);
+    std::printf("  whole plan (prepare)         %.3f\n", t_plan / rows);
+    std::printf("  cut, token by token          %.3f\n", t_cut / rows);
+    std::printf("  envelope, one pass           %.3f  (%.0f segments left per row; |measure diff| <= %.1e)\n",
+                t_env / rows, segs / rows, dmax);
+    return 0;
+}

@@ -1,0 +1,220 @@
+// The one-pass remaining levels of the level race (shadow_windows.hpp, docs/theory.md §12.6):
+// the levels left after cutting a set G of a system's tokens with take_window, in any order, equal
+// the upper envelope of shifted copies built from G's prefix sums by ascending p/q.
+//
+// - Outer system: every subset, every order (windows that stop at the top included).
+// - Inner system: the same (the envelope measured from the top).
+// - In the ratio order, the windows that stop at the far end form a suffix of the system.
+// - Negative control: the envelope built from G in id order instead of the ratio order must miss
+//   the cut on a fair share of cases, so the comparison can fail.
+// - LLM-like rows (V = 2,000): both systems cut whole in the ratio order and shuffled, against the
+//   envelope in long double. The double envelope stays within 1e-13 of it; the cut, whose tiny
+//   windows are placed from rounded level endpoints, within 1e-8 (docs/theory.md §12.6).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#include "cases.hpp"
+#include "check.hpp"
+#include "mdsd/dual.hpp"
+#include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/verifiers/shadow_windows.hpp"
+
+using cases::Gen;
+using cases::Vec;
+namespace lv = mdsd::verif::level;
+namespace sw = mdsd::verif::shadow;
+
+// Measure of the segments of R below level x.
+static double below(const std::vector<lv::Seg>& R, double x) {
+    double s = 0.0;
+    for (const lv::Seg& g : R) s += std::max(0.0, std::min(g.hi, x) - g.lo);
+    return s;
+}
+
+// Largest difference between the measures of R1 and R2 below any level (0 iff the same sets up to
+// measure zero; piecewise linear, so the extremes sit at endpoints).
+static double set_distance(const std::vector<lv::Seg>& R1, const std::vector<lv::Seg>& R2) {
+    double d = 0.0;
+    for (const auto* R : {&R1, &R2})
+        for (const lv::Seg& g : *R)
+            for (double x : {g.lo, g.hi}) d = std::max(d, std::fabs(below(R1, x) - below(R2, x)));
+    return d;
+}
+
+struct Cut {
+    std::vector<lv::Seg> left;  // remaining levels
+    bool capped = false;        // some window stopped at the far end (load != p)
+    bool suffix = true;         // the windows at the far end come after every exact one
+};
+
+// Cuts seq with take_window from the system's start end, as OptimalIid::prepare does.
+static Cut cut(const Vec& p, const Vec& q, const std::vector<int32_t>& seq, const sw::System& s, bool inner) {
+    lv::Levels L;
+    L.n = s.n;
+    L.from_bottom = inner;
+    L.iv.push_back({s.lo, s.lo + s.H});
+    L.total = s.H;
+    Cut c;
+    std::vector<lv::Seg> out;
+    for (int32_t y : seq) {
+        const std::size_t b = out.size();
+        lv::take_window(L, q[y], p[y], inner ? +1 : -1, false, out);
+        double load = 0.0;
+        for (std::size_t e = b; e < out.size(); ++e) load += lv::diffpow(out[e].lo, out[e].hi, s.n);
+        // windows below ~1e-6 are left out: the cut places them from rounded level endpoints
+        // (relative load error ~1e-16 / q per piece end) or, below kTinyWindow, by their level alone
+        if (!(q[y] >= 1e-6)) continue;
+        const bool far = std::fabs(load - p[y]) > 1e-6 * p[y] + 1e-15;
+        if (c.capped && !far) c.suffix = false;
+        c.capped = c.capped || far;
+    }
+    c.left = L.iv;
+    std::sort(c.left.begin(), c.left.end(), [](const lv::Seg& u, const lv::Seg& v) { return u.lo < v.lo; });
+    return c;
+}
+
+// The envelope of G, with G's tokens listed in `by` order (the ratio order for the theorem).
+template <class T = double>
+static std::vector<lv::Seg> envelope(const Vec& p, const Vec& q, const std::vector<int32_t>& by, const sw::System& s) {
+    Vec qs, ps;
+    for (int32_t y : by) {
+        qs.push_back(q[y]);
+        ps.push_back(p[y]);
+    }
+    return sw::remaining<T>(s, qs.data(), ps.data(), static_cast<int64_t>(by.size()));
+}
+
+static void shuffle(Gen& g, std::vector<int32_t>& v) {
+    for (std::size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[g.integer(0, static_cast<int64_t>(i - 1))]);
+}
+
+struct Split {
+    std::vector<int32_t> ord;  // supp q by ascending p/q
+    int64_t ks = 0;
+    sw::System inner, outer;
+};
+
+static Split split(const Vec& p, const Vec& q, int n) {
+    const int64_t V = static_cast<int64_t>(p.size());
+    mdsd::DualWorkspace ws;
+    const mdsd::DualResult dr =
+        mdsd::dual_prefix(p.data(), q.data(), V, n, mdsd::Scheme::Iid, mdsd::WorMethod::Auto, ws);
+    Split sp;
+    sp.ord = ws.order;
+    sp.ks = dr.k_star;
+    double qH = 0.0, qA = 0.0;
+    for (int64_t k = 0; k < sp.ks; ++k) qH += q[sp.ord[k]];
+    for (int64_t k = sp.ks; k < static_cast<int64_t>(sp.ord.size()); ++k) qA += q[sp.ord[k]];
+    sp.inner = {0.0, qH, n, true};
+    sp.outer = {qH, qA, n, false};
+    return sp;
+}
+
+// A random proper subset of the system's tokens (ratio order kept) and a random order to cut it in.
+static void pick(Gen& g, const std::vector<int32_t>& sys, std::vector<int32_t>& sorted, std::vector<int32_t>& seq) {
+    sorted.clear();
+    for (int32_t y : sys)
+        if (g.uniform() < 0.7) sorted.push_back(y);
+    if (sorted.empty() || sorted.size() == sys.size()) sorted.assign(1, sys[0]);
+    seq = sorted;
+    shuffle(g, seq);
+}
+
+int main() {
+    Gen g(20261202);
+    long cases_run[2] = {0, 0}, capped[2] = {0, 0}, control_cases = 0, control_missed = 0;
+    double worst = 0.0, env_worst = 0.0;
+    long far = 0;
+    for (int rep = 0; rep < 4000; ++rep) {
+        const int64_t V = 4 + rep % 9;
+        const int n = 2 + rep % 5;
+        Vec p, q;
+        cases::random_case(g, V, p, q);
+        const Split sp = split(p, q, n);
+        const int64_t K = static_cast<int64_t>(sp.ord.size()), ks = sp.ks;
+        for (const bool inner : {false, true}) {
+            check::context("rep %d, V = %lld, n = %d, %s", rep, static_cast<long long>(V), n,
+                           inner ? "inner" : "outer");
+            std::vector<int32_t> sys;  // the system in its cutting order
+            if (inner) sys.assign(sp.ord.rbegin() + (K - ks), sp.ord.rend());
+            else sys.assign(sp.ord.begin() + ks, sp.ord.end());
+            if (sys.size() < 2) continue;
+            CHECK_MSG(cut(p, q, sys, inner ? sp.inner : sp.outer, inner).suffix,
+                      "ratio order: an exact window after one at the far end");
+            std::vector<int32_t> sorted, seq;
+            pick(g, sys, sorted, seq);
+            const sw::System& s = inner ? sp.inner : sp.outer;
+            const Cut c = cut(p, q, seq, s, inner);
+            const std::vector<lv::Seg> ref = envelope<long double>(p, q, sorted, s);
+            const double e = set_distance(envelope(p, q, sorted, s), ref), d = set_distance(c.left, ref);
+            CHECK_MSG(e <= 1e-14, "double envelope vs long double: %.3g", e);
+            CHECK_MSG(d <= 1e-10, "the cut and the envelope differ by %.3g", d);
+            worst = std::max(worst, d);
+            env_worst = std::max(env_worst, e);
+            far += d > 1e-13;
+            ++cases_run[inner];
+            capped[inner] += c.capped;
+            // negative control: the same set listed by token id
+            std::vector<int32_t> by_id = sorted;
+            std::sort(by_id.begin(), by_id.end());
+            if (by_id != sorted) {
+                ++control_cases;
+                control_missed += set_distance(c.left, envelope(p, q, by_id, s)) > 1e-9;
+            }
+        }
+    }
+    check::context("totals");
+    CHECK_MSG(cases_run[0] >= 2000 && cases_run[1] >= 2000, "only %ld outer, %ld inner cases", cases_run[0],
+              cases_run[1]);
+    CHECK_MSG(capped[0] >= 300 && capped[1] >= 300, "only %ld outer, %ld inner cases with a window at the far end",
+              capped[0], capped[1]);
+    CHECK_MSG(control_missed * 5 >= control_cases, "negative control: id order missed only %ld of %ld", control_missed,
+              control_cases);
+    std::printf(
+        "test_shadow_windows: %ld outer sets (%ld with windows at the top), %ld inner sets (%ld at the bottom) cut in "
+        "random orders: cut within %.2g of the long-double envelope (beyond 1e-13 in %ld), double envelope within "
+        "%.2g; "
+        "control: id order missed %ld of %ld\n",
+        cases_run[0], capped[0], cases_run[1], capped[1], worst, far, env_worst, control_missed, control_cases);
+
+    // LLM-like rows: each system cut whole but its last token, in the ratio order and shuffled.
+    double env_err = 0.0, cut_err = 0.0, shuf_err = 0.0;
+    for (int rep = 0; rep < 40; ++rep) {
+        Vec p, q;
+        cases::llm_rows(g, 2000, p, q);
+        const int n = 2 + rep % 4;
+        const Split sp = split(p, q, n);
+        const int64_t K = static_cast<int64_t>(sp.ord.size()), ks = sp.ks;
+        for (const bool inner : {false, true}) {
+            check::context("llm rep %d, n = %d, %s", rep, n, inner ? "inner" : "outer");
+            std::vector<int32_t> sys;
+            if (inner) sys.assign(sp.ord.rbegin() + (K - ks), sp.ord.rend());
+            else sys.assign(sp.ord.begin() + ks, sp.ord.end());
+            if (sys.size() < 2) continue;
+            sys.pop_back();
+            const sw::System& s = inner ? sp.inner : sp.outer;
+            const std::vector<lv::Seg> ref = envelope<long double>(p, q, sys, s);
+            const double e = set_distance(envelope(p, q, sys, s), ref);
+            const Cut ratio_cut = cut(p, q, sys, s, inner);
+            CHECK_MSG(ratio_cut.suffix, "an exact window after one at the far end");
+            const double c = set_distance(ratio_cut.left, ref);
+            std::vector<int32_t> seq = sys;
+            shuffle(g, seq);
+            const double d = set_distance(cut(p, q, seq, s, inner).left, ref);
+            CHECK_MSG(e <= 1e-13, "double envelope vs long double: %.3g", e);
+            CHECK_MSG(c <= 1e-8 && d <= 1e-8, "cut vs envelope: %.3g (ratio order), %.3g (shuffled)", c, d);
+            env_err = std::max(env_err, e);
+            cut_err = std::max(cut_err, c);
+            shuf_err = std::max(shuf_err, d);
+        }
+    }
+    std::printf(
+        "test_shadow_windows: LLM-like rows (V = 2,000), distance to the long-double envelope: double envelope %.2g, "
+        "ratio-order cut %.2g, shuffled cut %.2g\n",
+        env_err, cut_err, shuf_err);
+    return check::summary("test_shadow_windows");
+}
