@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -114,9 +115,10 @@ struct Cross {
 // cutting order of ratios (outer: ascending p/q; inner: descending; ties in any order, the envelope
 // does not depend on it). Any subset of the system, in any cutting order, windows that stop at the
 // far end included. Returns the segments by ascending level. T: the arithmetic (double; long double
-// for references).
+// for references). on_top (optional) receives the copies j (0..K) that own a segment.
 template <class T = double>
-std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K) {
+std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K,
+                           std::vector<int64_t>* on_top = nullptr) {
     std::vector<DD<T>> c(static_cast<std::size_t>(K) + 1), d(static_cast<std::size_t>(K) + 1);
     for (int64_t k = 0; k < K; ++k) {
         c[k + 1] = c[k];
@@ -156,10 +158,131 @@ std::vector<Seg> remaining(const System& s, const double* q, const double* p, in
         if (!(b > a)) continue;
         const T cj = c[st[u].j].value();
         const T l = s.inner ? top - cj - b : T(s.lo) + cj + a, h = s.inner ? top - cj - a : T(s.lo) + cj + b;
-        if (h > l) out.push_back({static_cast<double>(l), static_cast<double>(h)});
+        if (h > l) {
+            out.push_back({static_cast<double>(l), static_cast<double>(h)});
+            if (on_top) on_top->push_back(st[u].j);
+        }
     }
     std::sort(out.begin(), out.end(), [](const Seg& u, const Seg& v) { return u.lo < v.lo; });
     return out;
+}
+
+// What remaining_bucketed did: buckets used, tokens sorted (their buckets reached the envelope),
+// rounds of the envelope pass.
+struct BucketStats {
+    int64_t buckets = 0, sorted = 0;
+    int rounds = 0;
+};
+
+// The same remaining levels as remaining(), for a set of tokens given in any order, without
+// sorting it (docs/theory.md §12.6, "Buckets"). The tokens go into at most max_buckets buckets by
+// the leading bits of their ratio (monotone in p/q: no logarithm, no sort). A bucket enters the
+// envelope as its exact sums (Q, P) split into two pseudo-tokens at the kink of the bound on its
+// inner prefix sums (ratios in [r_lo, r_hi]): the copy between them lies above every copy inside the
+// bucket (outer; below, inner). A bucket whose bound copy reaches the envelope is sorted and entered
+// token by token, and the pass repeats until no bound copy does; then no copy inside any bucket can
+// be on the envelope, and the result is the full envelope.
+inline std::vector<Seg> remaining_bucketed(const System& s, const int32_t* toks, int64_t K, const double* p,
+                                           const double* q, int max_buckets = 1024, BucketStats* stats = nullptr) {
+    std::vector<Seg> left;
+    if (K == 0) {
+        if (s.H > 0.0) left.push_back({s.lo, s.lo + s.H});
+        return left;
+    }
+    auto key = [&](int32_t y) {
+        const double r = p[y] / q[y];
+        uint64_t u;
+        std::memcpy(&u, &r, sizeof u);
+        return u;  // the bits of a double >= 0 are monotone in its value
+    };
+    uint64_t kmin = ~uint64_t(0), kmax = 0;
+    for (int64_t k = 0; k < K; ++k) {
+        const uint64_t u = key(toks[k]);
+        kmin = std::min(kmin, u);
+        kmax = std::max(kmax, u);
+    }
+    int shift = 0;
+    while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++shift;
+    const int64_t B = static_cast<int64_t>((kmax - kmin) >> shift) + 1;
+    auto bucket = [&](int32_t y) {  // in the system's cutting order (inner: descending ratio)
+        const int64_t b = static_cast<int64_t>((key(y) - kmin) >> shift);
+        return s.inner ? B - 1 - b : b;
+    };
+    std::vector<int64_t> start(static_cast<std::size_t>(B) + 1, 0);
+    std::vector<double> Q(B, 0.0), P(B, 0.0), rlo(B, std::numeric_limits<double>::infinity()), rhi(B, 0.0);
+    for (int64_t k = 0; k < K; ++k) {
+        const int32_t y = toks[k];
+        const int64_t b = bucket(y);
+        ++start[b + 1];
+        Q[b] += q[y];
+        P[b] += p[y];
+        const double r = p[y] / q[y];
+        rlo[b] = std::min(rlo[b], r);
+        rhi[b] = std::max(rhi[b], r);
+    }
+    for (int64_t b = 0; b < B; ++b) start[b + 1] += start[b];
+    std::vector<int32_t> tok(static_cast<std::size_t>(K));
+    {
+        std::vector<int64_t> fill(start.begin(), start.end() - 1);
+        for (int64_t k = 0; k < K; ++k) tok[fill[bucket(toks[k])]++] = toks[k];
+    }
+    std::vector<char> refine(B, 0);
+    std::vector<double> qs, ps;
+    std::vector<int64_t> bound_of;  // copy index -> the bucket whose bound copy it is, or -1
+    std::vector<int64_t> top;
+    int rounds = 0;
+    for (bool again = true; again;) {
+        ++rounds;
+        qs.clear();
+        ps.clear();
+        bound_of.assign(1, -1);
+        auto put = [&](double qq, double pp, int64_t b) {
+            qs.push_back(qq);
+            ps.push_back(pp);
+            bound_of.push_back(b);
+        };
+        for (int64_t b = 0; b < B; ++b) {
+            const int64_t m = start[b + 1] - start[b];
+            if (m == 0) continue;
+            if (refine[b]) {
+                int32_t* first = tok.data() + start[b];
+                std::sort(first, first + m, [&](int32_t u, int32_t v) {
+                    return s.inner ? p[u] * q[v] > p[v] * q[u] : p[u] * q[v] < p[v] * q[u];
+                });
+                for (int64_t k = 0; k < m; ++k) put(q[first[k]], p[first[k]], -1);
+                continue;
+            }
+            // widened by a few ulps: the bound must hold for the exact ratios, not the rounded ones
+            const double lo_r = rlo[b] * (1.0 - 4.5e-16), hi_r = rhi[b] * (1.0 + 4.5e-16);
+            if (m == 1 || !(rhi[b] > rlo[b])) {  // one ratio: every inner copy lies on the chord
+                put(Q[b], P[b], -1);
+                continue;
+            }
+            // the bound on the inner prefix sums d(c): the lines of slope r1 from the bucket's start
+            // and r2 into its end; its kink at c - c_start = q1
+            const double r1 = s.inner ? hi_r : lo_r, r2 = s.inner ? lo_r : hi_r;
+            const double q1 = std::min(Q[b], std::max(0.0, (r2 * Q[b] - P[b]) / (r2 - r1)));
+            const double p1 = std::min(P[b], r1 * q1);
+            put(q1, p1, b);
+            put(Q[b] - q1, P[b] - p1, -1);
+        }
+        top.clear();
+        left = remaining(s, qs.data(), ps.data(), static_cast<int64_t>(qs.size()), &top);
+        again = false;
+        for (const int64_t j : top)
+            if (bound_of[j] >= 0) {
+                refine[bound_of[j]] = 1;
+                again = true;
+            }
+    }
+    if (stats) {
+        stats->buckets = B;
+        stats->rounds = rounds;
+        stats->sorted = 0;
+        for (int64_t b = 0; b < B; ++b)
+            if (refine[b]) stats->sorted += start[b + 1] - start[b];
+    }
+    return left;
 }
 
 }  // namespace mdsd::verif::shadow
