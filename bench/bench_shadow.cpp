@@ -42,7 +42,7 @@ int main() {
     std::normal_distribution<double> N(0.0, 1.0);
     const int64_t V = 49152;
     const int n = 4, rows = 8, reps = 5;
-    double t_sort = 0, t_plan = 0, t_cut = 0, t_env = 0, segs = 0, dmax = 0;
+    double t_sort = 0, t_plan = 0, t_cut = 0, t_env = 0, segs = 0, dmax = 0, capped[2] = {0, 0}, sys_size[2] = {0, 0};
     const int Bs[4] = {256, 1024, 4096, 16384};
     double share[4] = {0, 0, 0, 0}, t_bucket[4] = {0, 0, 0, 0}, bdiff = 0;
     int max_rounds[4] = {0, 0, 0, 0};
@@ -110,6 +110,22 @@ int main() {
             },
             reps);
         segs += static_cast<double>(env_o.size() + env_i.size());
+        {
+            // the capped suffix (docs/theory.md §12.6): the windows after the exact prefix
+            for (int sys = 0; sys < 2; ++sys) {
+                const auto& seq = sys ? inner : outer;
+                std::vector<double> qs(seq.size()), ps(seq.size());
+                for (std::size_t k = 0; k < seq.size(); ++k) {
+                    qs[k] = q[seq[k]];
+                    ps[k] = p[seq[k]];
+                }
+                int64_t k_exact = 0;
+                (void)sw::remaining(sys ? si : so, qs.data(), ps.data(), static_cast<int64_t>(seq.size()), nullptr,
+                                    &k_exact);
+                capped[sys] += static_cast<double>(static_cast<int64_t>(seq.size()) - k_exact);
+                sys_size[sys] += static_cast<double>(seq.size());
+            }
+        }
         for (int bi = 0; bi < 4; ++bi) {
             sw::BucketStats ro, ri;
             std::vector<lv::Seg> bo, bi_;
@@ -155,6 +171,9 @@ int main() {
     for (int bi = 0; bi < 4; ++bi)
         std::printf("  bucketed envelope, B = %5d  %.3f  (tokens sorted: %.1f %%; rounds <= %d)\n", Bs[bi],
                     t_bucket[bi] / rows, 100.0 * share[bi] / rows, max_rounds[bi]);
+    std::printf("  capped suffix: %.1f %% of the outer system (%.0f tokens per row), %.1f %% of the inner one (%.0f)\n",
+                100.0 * capped[0] / sys_size[0], sys_size[0] / rows, 100.0 * capped[1] / sys_size[1],
+                sys_size[1] / rows);
     std::printf("  bucketed vs full envelope: largest endpoint difference %.1e\n", bdiff);
     return 0;
 }

@@ -53,6 +53,7 @@ struct Cut {
     std::vector<lv::Seg> left;  // remaining levels
     bool capped = false;        // some window stopped at the far end (load != p)
     bool suffix = true;         // the windows at the far end come after every exact one
+    int64_t first_far = -1;     // the first window at the far end (-1: none)
 };
 
 // Cuts seq with take_window from the system's start end, as OptimalIid::prepare does.
@@ -64,7 +65,8 @@ static Cut cut(const Vec& p, const Vec& q, const std::vector<int32_t>& seq, cons
     L.total = s.H;
     Cut c;
     std::vector<lv::Seg> out;
-    for (int32_t y : seq) {
+    for (std::size_t k = 0; k < seq.size(); ++k) {
+        const int32_t y = seq[k];
         const std::size_t b = out.size();
         lv::take_window(L, q[y], p[y], inner ? +1 : -1, false, out);
         double load = 0.0;
@@ -74,6 +76,7 @@ static Cut cut(const Vec& p, const Vec& q, const std::vector<int32_t>& seq, cons
         if (!(q[y] >= 1e-6)) continue;
         const bool far = std::fabs(load - p[y]) > 1e-6 * p[y] + 1e-15;
         if (c.capped && !far) c.suffix = false;
+        if (far && !c.capped) c.first_far = static_cast<int64_t>(k);
         c.capped = c.capped || far;
     }
     c.left = L.iv;
@@ -132,7 +135,7 @@ int main() {
     Gen g(20261202);
     long cases_run[2] = {0, 0}, capped[2] = {0, 0}, control_cases = 0, control_missed = 0;
     double worst = 0.0, env_worst = 0.0, bucket_worst = 0.0;
-    long far = 0, bucket_sorted = 0, merge_cases = 0, merge_missed = 0;
+    long far = 0, bucket_sorted = 0, merge_cases = 0, merge_missed = 0, prefix_cases = 0, prefix_same = 0;
     for (int rep = 0; rep < 4000; ++rep) {
         const int64_t V = 4 + rep % 9;
         const int n = 2 + rep % 5;
@@ -147,8 +150,26 @@ int main() {
             if (inner) sys.assign(sp.ord.rbegin() + (K - ks), sp.ord.rend());
             else sys.assign(sp.ord.begin() + ks, sp.ord.end());
             if (sys.size() < 2) continue;
-            CHECK_MSG(cut(p, q, sys, inner ? sp.inner : sp.outer, inner).suffix,
-                      "ratio order: an exact window after one at the far end");
+            {
+                const sw::System& s0 = inner ? sp.inner : sp.outer;
+                const Cut whole = cut(p, q, sys, s0, inner);
+                CHECK_MSG(whole.suffix, "ratio order: an exact window after one at the far end");
+                // the envelope's count of exact windows against the cut's first window at the far end
+                Vec qs, ps;
+                for (int32_t y : sys) {
+                    qs.push_back(q[y]);
+                    ps.push_back(p[y]);
+                }
+                int64_t k_exact = 0;
+                (void)sw::remaining(s0, qs.data(), ps.data(), static_cast<int64_t>(sys.size()), nullptr, &k_exact);
+                // (a last token that fills the system is judged by the cut only)
+                const int64_t k_cut = whole.first_far < 0 || whole.first_far + 1 == static_cast<int64_t>(sys.size())
+                                          ? static_cast<int64_t>(sys.size())
+                                          : whole.first_far;
+                ++prefix_cases;
+                const int64_t last = static_cast<int64_t>(sys.size()) - 1;
+                prefix_same += std::min(k_exact, last) == std::min(k_cut, last);
+            }
             std::vector<int32_t> sorted, seq;
             pick(g, sys, sorted, seq);
             const sw::System& s = inner ? sp.inner : sp.outer;
@@ -202,6 +223,10 @@ int main() {
               cases_run[1]);
     CHECK_MSG(capped[0] >= 300 && capped[1] >= 300, "only %ld outer, %ld inner cases with a window at the far end",
               capped[0], capped[1]);
+    CHECK_MSG(prefix_same * 100 >= prefix_cases * 97, "exact prefix: the envelope and the cut agree on %ld of %ld",
+              prefix_same, prefix_cases);
+    std::printf("test_shadow_windows: the envelope's exact prefix = the cut's on %ld of %ld systems\n", prefix_same,
+                prefix_cases);
     CHECK_MSG(bucket_sorted >= 150, "only %ld bucketed cases sorted a bucket", bucket_sorted);
     CHECK_MSG(merge_missed * 5 >= merge_cases, "control: merging neighbours missed only %ld of %ld", merge_missed,
               merge_cases);
@@ -272,5 +297,28 @@ int main() {
         "test_shadow_windows: LLM-like rows, bucketed (64 and 1,024 buckets) within %.2g; with 1,024 buckets "
         "%.1f %% of the tokens sorted\n",
         llm_bucket, 100.0 * llm_sorted / std::max(1.0, llm_tokens));
+
+    // Edge cases: the empty set leaves the whole system; one ratio for every token (one bucket,
+    // no bound copy); n = 1 (a flat load density: every window has load = width).
+    {
+        check::context("edge cases");
+        const sw::System so{0.25, 0.75, 3, false}, si{0.0, 0.25, 3, true};
+        for (const sw::System* s : {&so, &si}) {
+            const std::vector<lv::Seg> e0 = sw::remaining(*s, nullptr, nullptr, 0);
+            const std::vector<lv::Seg> b0 = sw::remaining_bucketed(*s, nullptr, 0, nullptr, nullptr);
+            CHECK(e0.size() == 1 && b0.size() == 1 && e0[0].lo == s->lo && b0[0].hi == s->lo + s->H);
+        }
+        Vec p = {0.1, 0.2, 0.3}, q = {0.05, 0.1, 0.15};  // ratio 2 for all
+        const std::vector<int32_t> all = {2, 0, 1};
+        const sw::System s{0.2, 0.5, 4, false};
+        const double d = set_distance(sw::remaining_bucketed(s, all.data(), 2, p.data(), q.data()),
+                                      cut(p, q, {2, 0}, s, false).left);
+        CHECK_MSG(d <= 1e-13, "equal ratios: %.3g", d);
+        Vec p1 = {0.3, 0.1, 0.6}, q1 = {0.2, 0.3, 0.5};
+        const sw::System s1{0.0, 1.0, 1, false};
+        const std::vector<int32_t> one = {1};
+        const double d1 = set_distance(sw::remaining(s1, &q1[1], &p1[1], 1), cut(p1, q1, one, s1, false).left);
+        CHECK_MSG(d1 <= 1e-13, "n = 1: %.3g", d1);
+    }
     return check::summary("test_shadow_windows");
 }

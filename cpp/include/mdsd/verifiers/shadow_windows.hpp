@@ -115,10 +115,13 @@ struct Cross {
 // cutting order of ratios (outer: ascending p/q; inner: descending; ties in any order, the envelope
 // does not depend on it). Any subset of the system, in any cutting order, windows that stop at the
 // far end included. Returns the segments by ascending level. T: the arithmetic (double; long double
-// for references). on_top (optional) receives the copies j (0..K) that own a segment.
+// for references). on_top (optional) receives the copies j (0..K) that own a segment. exact
+// (optional, for G in the cutting order): the number k of leading tokens whose windows land
+// exactly; copy j is on the envelope at the far end of its own prefix iff window j is exact, and
+// from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
 template <class T = double>
 std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K,
-                           std::vector<int64_t>* on_top = nullptr) {
+                           std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr) {
     std::vector<DD<T>> c(static_cast<std::size_t>(K) + 1), d(static_cast<std::size_t>(K) + 1);
     for (int64_t k = 0; k < K; ++k) {
         c[k + 1] = c[k];
@@ -134,6 +137,7 @@ std::vector<Seg> remaining(const System& s, const double* q, const double* p, in
     std::vector<Act> st;
     st.reserve(64);
     st.push_back({0, T(0)});
+    if (exact) *exact = -1;
     for (int64_t j = 1; j <= K; ++j) {
         const T xmax = std::max(T(0), T(s.H) - c[j].value());
         T th = 0;
@@ -149,7 +153,10 @@ std::vector<Seg> remaining(const System& s, const double* q, const double* p, in
             break;
         }
         st.push_back({j, th});
+        // (a token that fills the system, up to rounding of the sums, is not judged)
+        if (exact && *exact < 0 && xmax > 1e-12 * s.H && !(th < xmax)) *exact = j - 1;
     }
+    if (exact && *exact < 0) *exact = K;
     std::vector<Seg> out;
     out.reserve(st.size());
     const T top = T(s.lo) + T(s.H);
