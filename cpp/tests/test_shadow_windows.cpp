@@ -4,7 +4,7 @@
 //
 // - Outer system: every subset, every order (windows that stop at the top included).
 // - Inner system: the same (the envelope measured from the top).
-// - In the ratio order, the windows that stop at the far end form a suffix of the system (small
+// - In the ratio order, the windows that stop at the bottom or top form a suffix of the system (small
 //   cases).
 // - Negative control: the envelope built from G in id order instead of the ratio order must miss
 //   the cut on a fair share of cases, so the comparison can fail.
@@ -51,9 +51,9 @@ static double set_distance(const std::vector<lv::Seg>& R1, const std::vector<lv:
 
 struct Cut {
     std::vector<lv::Seg> left;  // remaining levels
-    bool capped = false;        // some window stopped at the far end (load != p)
-    bool suffix = true;         // the windows at the far end come after every exact one
-    int64_t first_far = -1;     // the first window at the far end (-1: none)
+    bool capped = false;        // some window stopped at the bottom or top (load != p)
+    bool suffix = true;         // the windows at the bottom or top come after every exact one
+    int64_t first_far = -1;     // the first window at the bottom or top (-1: none)
 };
 
 // Cuts seq with take_window from the system's start end, as OptimalIid::prepare does.
@@ -153,8 +153,8 @@ int main() {
             {
                 const sw::System& s0 = inner ? sp.inner : sp.outer;
                 const Cut whole = cut(p, q, sys, s0, inner);
-                CHECK_MSG(whole.suffix, "ratio order: an exact window after one at the far end");
-                // the envelope's count of exact windows against the cut's first window at the far end
+                CHECK_MSG(whole.suffix, "ratio order: an exact window after one at the bottom or top");
+                // the envelope's count of exact windows against the cut's first window at the bottom or top
                 Vec qs, ps;
                 for (int32_t y : sys) {
                     qs.push_back(q[y]);
@@ -221,8 +221,8 @@ int main() {
     check::context("totals");
     CHECK_MSG(cases_run[0] >= 2000 && cases_run[1] >= 2000, "only %ld outer, %ld inner cases", cases_run[0],
               cases_run[1]);
-    CHECK_MSG(capped[0] >= 300 && capped[1] >= 300, "only %ld outer, %ld inner cases with a window at the far end",
-              capped[0], capped[1]);
+    CHECK_MSG(capped[0] >= 300 && capped[1] >= 300,
+              "only %ld outer, %ld inner cases with a window at the bottom or top", capped[0], capped[1]);
     CHECK_MSG(prefix_same * 100 >= prefix_cases * 97, "exact prefix: the envelope and the cut agree on %ld of %ld",
               prefix_same, prefix_cases);
     std::printf("test_shadow_windows: the envelope's exact prefix = the cut's on %ld of %ld systems\n", prefix_same,
@@ -262,7 +262,7 @@ int main() {
             const std::vector<lv::Seg> ref = envelope<long double>(p, q, sys, s);
             const double e = set_distance(envelope(p, q, sys, s), ref);
             // (no suffix check here: near the inner system's bottom the cut's loads of windows ~1e-6
-            // wide are off by ~1e-6 relative, so "exact" cannot be told from "at the far end")
+            // wide are off by ~1e-6 relative, so "exact" cannot be told from "at the bottom")
             const double c = set_distance(cut(p, q, sys, s, inner).left, ref);
             std::vector<int32_t> seq = sys;
             shuffle(g, seq);

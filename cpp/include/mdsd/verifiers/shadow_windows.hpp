@@ -5,9 +5,9 @@
 //   F_{R_G}(x) = max_j [F_mu(x + c_j) - d_j]  (outer)   or   min_j [...]  (inner),  0 <= x <= |mu| - q(G),
 // an envelope of shifted copies of the untouched system's F_mu, with (c_j, d_j), j = 0..K, the
 // prefix sums of (q, p) over G in the system's cutting order of ratios (outer ascending p/q, inner
-// descending). Each copy j on the envelope contributes one segment of R_G (the untouched levels at
-// distance c_j + x from that end). Windows that stop at the far end are covered. In potential form
-// this is the shadow measure's convex hull (Beiglböck, Hobson & Norgilas 2022).
+// descending). Each copy j on the envelope contributes one segment of R_G (the untouched levels
+// at distance c_j + x from that end). Windows that stop at the bottom or top are covered. In
+// potential form this is the shadow measure's convex hull (Beiglböck, Hobson & Norgilas 2022).
 //
 // The pass keeps the copies on the envelope in a stack (as a convex-hull pass does): a copy that
 // leads before the top one would start pops it after one evaluation; a surviving copy costs one
@@ -68,11 +68,11 @@ struct System {
     bool inner = false;
 };
 
-// Copies i < j of the envelope, at offset x from the far end, cover the window of the untouched
-// levels at distance [base + x, base + x + w] from that end (outer: from the bottom; inner: from
-// the top). Copy j takes over where the window's load reaches D (outer: >= D, the load grows with
-// x; inner: <= D, it shrinks). Cross is that test as an increasing function of x, in mean-density
-// form (spread(a, w, n) - D / w, a = the window's low level).
+// Copies i < j of the envelope, at offset x from the end they are measured from, cover the window
+// of the untouched levels at distance [base + x, base + x + w] from that end (outer: from the
+// bottom; inner: from the top). Copy j takes over where the window's load reaches D (outer: >= D,
+// the load grows with x; inner: <= D, it shrinks). Cross is that test as an increasing function of
+// x, in mean-density form (spread(a, w, n) - D / w, a = the window's low level).
 template <class T>
 struct Cross {
     const System& s;
@@ -114,11 +114,11 @@ struct Cross {
 // The remaining levels after cutting the K tokens (q[k], p[k]) from the system, in the system's
 // cutting order of ratios (outer: ascending p/q; inner: descending; ties in any order, the envelope
 // does not depend on it). Any subset of the system, in any cutting order, windows that stop at the
-// far end included. Returns the segments by ascending level. T: the arithmetic (double; long double
-// for references). on_top (optional) receives the copies j (0..K) that own a segment. exact
+// bottom or top included. Returns the segments by ascending level. T: the arithmetic (double; long
+// double for references). on_top (optional) receives the copies j (0..K) that own a segment. exact
 // (optional, for G in the cutting order): the number k of leading tokens whose windows land
-// exactly; copy j is on the envelope at the far end of its own prefix iff window j is exact, and
-// from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
+// exactly; copy j is on the envelope at the end of its own prefix's domain iff window j is exact,
+// and from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
 template <class T = double>
 std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K,
                            std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr) {
