@@ -156,30 +156,27 @@ class LMDataset:
             return np.arange(r.size, dtype=np.int64)
         if name == "context":
             return ctx.copy()
-        if name == "draft":
-            return self._draft_names[self._row_draft[r]]
-        if name == "draft_spec":
-            return self._draft_specs[self._row_draft[r]]
-        if name == "temperature":
-            return self._ctx_temperature[ctx]
-        if name == "domain":
-            return self._prompt_domains[self._ctx_prompt[ctx]]
-        if name == "prompt_id":
-            return self._prompt_ids[self._ctx_prompt[ctx]]
-        if name == "position":
-            return self._ctx_position[ctx]
-        if name == "token":
-            return self._ctx_token[ctx]
-        if name == "p_truncation":
-            return self._p_trunc[ctx]
-        if name == "q_truncation":
-            return self._q_trunc[r]
-        if name == "p_quantization":
-            return self._p_quant[ctx]
-        if name == "q_quantization":
-            return self._q_quant[r]
         if name == "n_tokens":
             return np.diff(self._ctx_offsets)[ctx]
+        # every other field is an array indexed by the row's draft, prompt, context or the row itself
+        per_draft = {"draft": self._draft_names, "draft_spec": self._draft_specs}
+        per_prompt = {"domain": self._prompt_domains, "prompt_id": self._prompt_ids}
+        per_ctx = {
+            "temperature": self._ctx_temperature,
+            "position": self._ctx_position,
+            "token": self._ctx_token,
+            "p_truncation": self._p_trunc,
+            "p_quantization": self._p_quant,
+        }
+        per_row = {"q_truncation": self._q_trunc, "q_quantization": self._q_quant}
+        for table, index in (
+            (per_draft, self._row_draft[r]),
+            (per_prompt, self._ctx_prompt[ctx]),
+            (per_ctx, ctx),
+            (per_row, r),
+        ):
+            if name in table:
+                return table[name][index]
         raise KeyError(f"unknown column {name!r}; known: {', '.join(_ROW_FIELDS + ('draft_spec',))}")
 
     @property
