@@ -243,6 +243,16 @@ def test_load_rejects_other_npz(tmp_path):
 
 def test_public_names_and_no_torch_import():
     assert mdsd_fast.load_dataset is load_dataset
+    # mdsd_fast.data is a package of private modules; the names the flat module had stay here
+    import mdsd_fast.data as data
+
+    assert sorted(data.__all__) == sorted(
+        "DEFAULT_DATASET_FILE FORMAT FORMAT_VERSION MAX_QUANT_L1 MAX_TRUNCATION SHIPPED_MODELS DatasetBuilder "
+        "DenseChunk LMDataset SparseChunk default_dataset_path from_arrays load_dataset top_mass_tokens".split()
+    )
+    for name in [*data.__all__, "shipped_model", "write_npz"]:
+        assert getattr(data, name) is not None, name
+    assert data.LMDataset is mdsd_fast.LMDataset and data.from_arrays is mdsd_fast.from_arrays
     code = (
         "import sys, mdsd_fast, mdsd_fast.data, mdsd_fast.lm, mdsd_fast.cli; assert 'torch' not in sys.modules; "
         "assert 'transformers' not in sys.modules"

@@ -166,8 +166,8 @@ def test_builder_and_loader_refuse_bad_input(tmp_path: Path) -> None:
 
 def test_shipped_sample_is_complete(shipped) -> None:
     assert default_trees_path().stat().st_size < 1_600_000  # the tree sample's share of the 25 MB data budget
-    data_dir = default_trees_path().parent
-    assert sum(f.stat().st_size for f in data_dir.iterdir()) < 25_000_000
+    data_dir = default_trees_path().parent  # also the package mdsd_fast.data: its code is not data
+    assert sum(f.stat().st_size for f in data_dir.iterdir() if f.is_file() and f.suffix != ".py") < 25_000_000
     assert shipped.vocab_size == 49152
     keys = {(m["prompt_id"], m["temperature"], m["position"], m["draft"], m["shape"]) for m in shipped.meta}
     assert len(keys) == len(shipped)  # no tree twice

@@ -9,7 +9,8 @@ Rules (applied to every probability array the package accepts):
   ``B = 0`` is allowed and gives empty results. Scalars (0-d) are refused. Shapes are checked
   before anything is copied.
 * flags: ``return_certificate`` and ``exact`` must be bools; ``threads`` a positive integer or
-  None (more than ``MAX_THREADS`` is clamped: results never depend on it).
+  None (more than ``MAX_THREADS`` is clamped: results never depend on it). An entry point's
+  ``threads`` also covers the validation pass below.
 * values: finite and non-negative; every row must have a positive sum.
 * normalisation: a row whose sum is within ``SUM_TOL`` (1e-4) of 1 is divided by its sum;
   any other row is an error naming the row.
@@ -127,10 +128,12 @@ def _sampled(name: str, x: Any) -> Any:
     return to_dense(name, x) if is_sparse(x) else x
 
 
-def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDArray[np.float64]:
+def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2), threads: int = 0) -> NDArray[np.float64]:
     """Validated, row-normalised, C-contiguous float64 copy of ``x`` (1-D or 2-D); ``x`` may be a
     ``constraints.Logits`` (logits plus an engine's sampling settings) or a sparse / top-k input
-    (densified here; the main entry points run those on their union support instead)."""
+    (densified here; the main entry points run those on their union support instead).
+    ``threads``: the C++ pass's threads, as :func:`check_threads` gives them (0 = all cores), so
+    that a caller's ``threads=`` covers its validation too; the copy does not depend on it."""
     x2 = _sampled(name, x)
     if ndim == (1,) and x2 is not x and getattr(x2, "ndim", 0) == 2 and x2.shape[0] == 1:
         x2 = x2[0]  # a sparse (1, V) row where one row is expected
@@ -140,17 +143,17 @@ def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2)) -> NDA
         return arr.copy()
     # One C++ pass per row: finite, non-negative, the sum of the positive entries in ascending id
     # order (the sum sparse rows share, mdsd_fast.sparse), then the division.
-    out, status, r, value = _core.normalize_rows(rows, SUM_TOL, 0)
+    out, status, r, value = _core.normalize_rows(rows, SUM_TOL, threads)
     if status != 0:
         raise_row_error(name, status, r, value, rows)
     return np.ascontiguousarray(out.reshape(arr.shape))
 
 
-def as_pair(p: Any, q: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], bool]:
+def as_pair(p: Any, q: Any, *, threads: int = 0) -> tuple[NDArray[np.float64], NDArray[np.float64], bool]:
     """Validated (B, V) float64 copies of p and q (a single row broadcasts against a batch),
-    and whether the caller passed a batch (2-D) at all."""
-    pa = as_distribution("p", p)
-    qa = as_distribution("q", q)
+    and whether the caller passed a batch (2-D) at all; ``threads`` as in :func:`as_distribution`."""
+    pa = as_distribution("p", p, threads=threads)
+    qa = as_distribution("q", q, threads=threads)
     check_pair_shapes(pa, qa)
     batched = pa.ndim == 2 or qa.ndim == 2
     B = pa.shape[0] if pa.ndim == 2 else (qa.shape[0] if qa.ndim == 2 else 1)

@@ -422,7 +422,7 @@ def optimal_acceptance(
             "wor_method: 'exact' covers n <= 3 random without-replacement drafts; use 'integral' or 'auto'"
         )
     nthreads = check_threads(threads)
-    p2, q2, batched, col_ids = pair_rows(p, q)
+    p2, q2, batched, col_ids = pair_rows(p, q, threads=nthreads)
     B = p2.shape[0]
     check_support("q", q2, n, scheme)
 

@@ -165,13 +165,13 @@ def sparse_rows(name: str, x: Any) -> SparseRows:
     return SparseRows(new_ptr, ids, val, V, one_d)
 
 
-def _as_rows(name: str, x: Any) -> SparseRows:
-    """Sparse rows of any input: dense arrays are validated by the dense rules, then read sparse."""
+def _as_rows(name: str, x: Any, threads: int) -> SparseRows:
+    """Sparse rows of any input: dense arrays are validated by the dense rules (on ``threads``), then read sparse."""
     if is_sparse(x):
         return sparse_rows(name, x)
     from ._validate import as_distribution
 
-    d = as_distribution(name, x)
+    d = as_distribution(name, x, threads=threads)
     d2 = d.reshape(-1, d.shape[-1])
     r, c = np.nonzero(d2)
     counts = np.bincount(r, minlength=d2.shape[0]).astype(np.int64)
@@ -179,10 +179,13 @@ def _as_rows(name: str, x: Any) -> SparseRows:
     return SparseRows(ptr, c.astype(np.int64), d2[r, c], int(d2.shape[1]), d.ndim == 1)
 
 
-def union_pair(p: Any, q: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], bool]:
+def union_pair(
+    p: Any, q: Any, *, threads: int = 0
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], bool]:
     """(pc, qc, ids, batched): p and q on each row's union support, (B, L) float64, with ``ids[r, j]``
-    the vocabulary id of column j of row r (-1 in the zero padding). A single row broadcasts."""
-    ps, qs = _as_rows("p", p), _as_rows("q", q)
+    the vocabulary id of column j of row r (-1 in the zero padding). A single row broadcasts.
+    ``threads``: of the validation of a dense side (as ``_validate.as_distribution`` takes it)."""
+    ps, qs = _as_rows("p", p, threads), _as_rows("q", q, threads)
     if ps.V != qs.V:
         raise ValueError(f"p, q: vocabulary sizes differ (p has V={ps.V}, q has V={qs.V})")
     if not ps.one_d and not qs.one_d and ps.B != qs.B and 1 not in (ps.B, qs.B):
@@ -216,15 +219,18 @@ def union_pair(p: Any, q: Any) -> tuple[NDArray[np.float64], NDArray[np.float64]
     return pc, qc, ids, batched
 
 
-def pair_rows(p: Any, q: Any) -> tuple[NDArray[np.float64], NDArray[np.float64], bool, NDArray[np.int64] | None]:
+def pair_rows(
+    p: Any, q: Any, *, threads: int = 0
+) -> tuple[NDArray[np.float64], NDArray[np.float64], bool, NDArray[np.int64] | None]:
     """(p2, q2, batched, ids): validated (B, L) rows of any input. Dense input: ``as_pair``'s (B, V) rows
-    and ids None; sparse or top-k input: :func:`union_pair`'s rows on the union support and their ids."""
+    and ids None; sparse or top-k input: :func:`union_pair`'s rows on the union support and their ids.
+    ``threads``: of the validation (as ``_validate.as_distribution`` takes it)."""
     if is_sparse(p) or is_sparse(q):
-        pc, qc, ids, batched = union_pair(p, q)
+        pc, qc, ids, batched = union_pair(p, q, threads=threads)
         return pc, qc, batched, ids
     from ._validate import as_pair
 
-    p2, q2, batched = as_pair(p, q)
+    p2, q2, batched = as_pair(p, q, threads=threads)
     return p2, q2, batched, None
 
 

@@ -469,7 +469,7 @@ def _prepare_ids(
         raise ValueError(f"n: verifier {v.name!r} handles n = {v.fixed_n} drafts only, got n = {n}")
     if not v.n_min <= n <= v.n_max:
         raise ValueError(f"n: verifier {v.name!r} handles {v.n_min} <= n <= {v.n_max} drafts, got n = {n}")
-    p2, q2, batched, ids = pair_rows(p, q)
+    p2, q2, batched, ids = pair_rows(p, q, threads=_threads(threads))
     return _prepare_rows(v, sch, n, p2, q2, threads, work_budget), batched, ids
 
 

@@ -28,7 +28,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from ..data import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes, shipped_model, write_npz
+from ..data import shipped_model
+from ..data._format import MAX_QUANT_L1, _fixed_decode, _fixed_encode, _to_planes, write_npz
 from ._raw import RawTree, check_tree
 from .tree import DraftTree
 
