@@ -9,12 +9,13 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
 
 * ``low`` is alpha* of one explicit pessimistic pair computed by the C++ core: p's unseen mass goes
   to a phantom token that is never drafted and q's to phantom tokens that p never gives (so every
-  draft landing there is wasted). For "wor" and "top<m>+wor" the i.i.d. value of that pair is used
-  (without-replacement drafts never do worse than i.i.d. ones).
-* ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over candidate certificates H (any H gives a
-  valid bound; the candidates are the certificates of several extreme completions), where
-  ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
-  completions, both explicit.
+  draft landing there is wasted). Without replacement q's phantoms are J equal pieces, and the
+  C(k, 2) / J their finite split can cost is subtracted.
+* ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over token sets H (any H gives a valid bound),
+  where ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
+  completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
+  (``_intervals_fast.iid_high``: the bound depends on H through a few sums); without replacement
+  it is over candidates, the certificates of extreme completions and of a Frank-Wolfe search.
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
 
@@ -53,7 +54,8 @@ COMPLETE_TOL = 1e-12
 #: not splitting it infinitely finely (docs/intervals.md §2.2).
 WOR_SPLIT_ERROR = 2e-4
 
-#: Frank-Wolfe steps of the search for the certificates behind ``high``.
+#: Frank-Wolfe steps of the search for the certificates behind ``high`` (without-replacement drafts,
+#: and i.i.d. rows beyond ``MAX_ROW_CELLS``).
 SEARCH_STEPS = 12
 
 #: Unlogged-in-both tokens kept as columns (beyond those the fills need); the rest are counted.
@@ -318,6 +320,9 @@ def acceptance_bounds(
         end; valid, not tight.
     search_steps : Frank-Wolfe steps of the search for certificates behind ``high`` (each costs
         about one alpha* of the batch); more can only lower ``high``, and it stays valid with 0.
+        The search runs for the without-replacement schemes, and for i.i.d. drafts only on rows
+        too large for the exact minimum over every H (more than ``MAX_ROW_CELLS`` sizes of H,
+        e.g. some top-100 logs); elsewhere ``high`` is that minimum and the steps change nothing.
 
     Returns
     -------
