@@ -64,12 +64,17 @@ def union_logs(p: tuple[_I, _I, _F], q: tuple[_I, _I, _F], V: int, rows: _I) -> 
     return out[0], out[1], (V - counts).astype(np.int64)
 
 
+def p_max_of(p_in: Any, p_unseen_in: Any, pu: Any, pt: Any) -> Any:
+    """p_max(H): its logged p mass plus as much unseen mass as its p-unseen tokens hold (at most t_p each)."""
+    return p_in + np.minimum(pu, pt * p_unseen_in)
+
+
 def cut_value(p_in: Any, p_unseen_in: Any, q_in: Any, q_unseen_out: Any, qT: Any, caps: tuple[Any, ...], k: int) -> _F:
     """``1 + p_max(H) - Q_min(H)`` for i.i.d. random drafts from the sums of H (docs/intervals.md §3):
     its logged p mass, its p-unseen tokens, its logged q mass outside T, the q-unseen tokens outside
     it, q(T), and the rows' caps (u_p, t_p, u_q, t_q). Arrays broadcast (``iid_high`` passes grids)."""
     pu, pt, qu, qt = caps
-    p_max = p_in + np.minimum(pu, pt * p_unseen_in)
+    p_max = p_max_of(p_in, p_unseen_in, pu, pt)
     q_rest = q_in + np.maximum(0.0, qu - qt * q_unseen_out)
     return np.asarray(1.0 + p_max - (q_rest / (1.0 - qT)).clip(0, 1) ** k, dtype=np.float64)
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._intervals_fast import MAX_ROW_CELLS, cut_value, iid_high, row_cells, topk_range, union
+from ._intervals_fast import MAX_ROW_CELLS, cut_value, iid_high, p_max_of, row_cells, topk_range, union
 from ._intervals_sparse import (
     Parts,
     check_logged_mass,
@@ -228,7 +228,7 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool) -> 
     if not wor:
         qT = (q.x * T).sum(axis=1)
         return cut_value((p.x * H).sum(axis=1), inside, (q.x * rest).sum(axis=1), outside, qT, (p.u, p.t, q.u, q.t), k)
-    p_max = (p.x * H).sum(axis=1) + np.minimum(p.u, p.t * inside)
+    p_max = p_max_of((p.x * H).sum(axis=1), inside, p.u, p.t)
     out_room = q.t * outside
     w = np.where(rest & ~q.unseen, q.x, 0.0)
     w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
