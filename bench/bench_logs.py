@@ -14,6 +14,9 @@ Measured, each step in its own process (peak RSS from getrusage of the children)
   * read: iter_chunks positions/s;
   * report: log_report at N/10 and N positions with 1 and 2 workers (positions/s, CPU seconds, peak RSS);
   * the same 64 positions logged truncated (top 20, 5% unseen per side): acceptance_bounds intervals;
+  * bounds: acceptance_bounds alone on such truncated rows, iid and wor n = 4, positions per CPU-second
+    (``--truncated-only`` runs just the truncated steps; ``--before REF`` runs them also with the
+    package's Python sources at git ref REF, for a before / after in one run);
   * converters: from_openai_jsonl on a JSONL pair written here (top 20 per position) and
     from_dataset on the shipped flat dataset.
 """
@@ -53,9 +56,13 @@ def synth(rng: np.random.Generator, B: int) -> tuple[tuple[Any, ...], tuple[Any,
     return out[0], out[1]
 
 
-def step(args: list[str]) -> dict[str, Any]:
-    """Run one step in a fresh process (its own peak RSS and its workers')."""
-    proc = subprocess.run([sys.executable, __file__, "--step", *args], capture_output=True, text=True, check=False)
+def step(args: list[str], pythonpath: str | None = None) -> dict[str, Any]:
+    """Run one step in a fresh process (its own peak RSS and its workers'), with the package found
+    first on ``pythonpath`` if given."""
+    env = dict(os.environ, PYTHONPATH=pythonpath) if pythonpath else None
+    proc = subprocess.run(
+        [sys.executable, __file__, "--step", *args], capture_output=True, text=True, check=False, env=env
+    )
     if proc.returncode:
         raise SystemExit(proc.stderr)
     res: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -167,6 +174,56 @@ def do_truncated(out: str, n: int) -> dict[str, Any]:
     return dict(step="report-truncated", positions=n, seconds=dt, pos_per_s=n / dt, mean_widths=widths)
 
 
+def truncated_topk(n: int) -> tuple[Any, Any]:
+    """n truncated top-20 rows as TopK logs: synth's rows with 5% of each side's mass unseen, keeping
+    only the rows whose unlogged tokens can hold it (with logits 3 * N(0, 1) some rows' 20th token is
+    too improbable for that; acceptance_bounds refuses such a log)."""
+    from mdsd_fast import TopK
+
+    p, q = synth(np.random.default_rng(0), 4 * n)
+    pv, qv = (0.95 * x[2].reshape(-1, K) for x in (p, q))
+    ok = np.flatnonzero((pv.min(axis=1) * (V - K) > 0.05 * 1.01) & (qv.min(axis=1) * (V - K) > 0.05 * 1.01))[:n]
+    return (TopK(p[1].reshape(-1, K)[ok], pv[ok], V), TopK(q[1].reshape(-1, K)[ok], qv[ok], V))
+
+
+def do_bounds(n: int) -> dict[str, Any]:
+    """acceptance_bounds on n truncated top-20 rows (iid n = 4) and n / 8 (wor n = 4), in calls of
+    log_report's BOUNDS_ROWS rows, as the report makes them: positions per CPU-second."""
+    from mdsd_fast import TopK, acceptance_bounds
+    from mdsd_fast.log_report import BOUNDS_ROWS
+
+    tp, tq = truncated_topk(n)
+    res: dict[str, Any] = dict(step="bounds", positions=n, chunk=BOUNDS_ROWS)
+    for scheme, count in (("iid", n), ("wor", max(BOUNDS_ROWS, n // 8))):
+        t0 = time.process_time()
+        width = []
+        for a in range(0, count, BOUNDS_ROWS):
+            sl = slice(a, min(a + BOUNDS_ROWS, count))
+            lo, hi = acceptance_bounds(
+                TopK(tp.ids[sl], tp.values[sl], V), TopK(tq.ids[sl], tq.values[sl], V), 4, scheme
+            )
+            width.append(hi - lo)
+        dt = time.process_time() - t0
+        res[scheme] = dict(
+            positions=count, cpu_s=dt, pos_per_cpu_s=count / dt, mean_width=float(np.concatenate(width).mean())
+        )
+    return res
+
+
+def package_at(ref: str, dest: Path) -> str:
+    """The package's Python sources at git ref ``ref``, with the C++ extension this run imports
+    (python-only changes), unpacked under dest: a PYTHONPATH for "before" measurements."""
+    import mdsd_fast
+
+    repo = Path(__file__).resolve().parents[1]
+    dest.mkdir(parents=True)
+    tar = subprocess.run(["git", "-C", str(repo), "archive", ref, "python"], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=tar, check=True)
+    for so in Path(mdsd_fast.__file__).parent.glob("_core*"):
+        (dest / "python" / "mdsd_fast" / so.name).write_bytes(so.read_bytes())
+    return str(dest / "python")
+
+
 def do_openai(out: str, n: int) -> dict[str, Any]:
     from mdsd_fast.convert import from_openai_jsonl
 
@@ -225,12 +282,20 @@ def main() -> int:
     ap.add_argument("--workers", default="1,2")
     ap.add_argument("--out", default="/tmp/bench_logs")
     ap.add_argument("--reuse", action="store_true", help="only the report steps, on the log already in --out")
+    ap.add_argument(
+        "--before",
+        default=None,
+        metavar="REF",
+        help="also run the truncated steps with the package's Python sources at git ref REF (before/after)",
+    )
+    ap.add_argument("--truncated-only", action="store_true", help="only the truncated steps")
     ap.add_argument("--step", nargs="*", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.step is not None:  # one measurement, in this (fresh) process
         kind, *rest = a.step
         fn: dict[str, Any] = dict(
             truncated=do_truncated,
+            bounds=do_bounds,
             write=do_write,
             npz=do_npz,
             read=do_read,
@@ -254,6 +319,17 @@ def main() -> int:
     N = a.positions
     log = str(root / "log")
     results = []
+    if a.truncated_only:
+        for tag, path in (("before", package_at(a.before, root / "before") if a.before else None), ("after", None)):
+            if tag == "before" and path is None:
+                continue
+            for args in (
+                ["truncated", str(root / f"truncated_{tag}"), "64"],
+                ["bounds", "2048" if tag == "after" else "256"],
+            ):
+                results.append(dict(step(args, path), version=tag))
+        (root / "results_truncated.json").write_text(json.dumps(results, indent=1))
+        return 0
     if not a.reuse:
         results += [step(["write", log, str(N)]), step(["read", log])]
         results.append(step(["npz", str(root / "cols.npz"), str(min(N, 100_000))]))

@@ -1,11 +1,12 @@
-"""The union-support route of ``acceptance_bounds``: TopK / scipy.sparse logs straight to the
-compressed groups of ``intervals._compress``, never through (rows, V) arrays.
+"""The logged entries of ``acceptance_bounds``'s inputs in CSR form, and the compressed columns of
+its candidate search, built from those entries (never through (rows, V) arrays).
 
-A row's compressed columns are its logged tokens (in p or q) and the ``keep_d`` smallest token ids
-logged in neither, in ascending id order, padded with dead columns to the group's width. That is
-exactly the layout ``_compress`` picks from the dense row (it keeps the lowest-id unlogged-in-both
-tokens), so both routes hand the same arrays to the same code; only the row sums differ in rounding
-(the dense route sums V entries), which is why the tests compare to 1e-12, not bit for bit.
+Dense rows, TopK and scipy.sparse logs all become the same CSR parts (``dense_parts``,
+``sparse_parts``: ids ascending, the unseen mass and cap from the same sums), so every route sees
+the same numbers whatever the input type. A row's compressed columns (``column_groups``) are its
+logged tokens (in p or q) and the ``keep_d`` smallest token ids logged in neither, in ascending id
+order, padded with dead columns to the group's width; the other tokens logged in neither are only
+counted.
 """
 
 from __future__ import annotations
@@ -81,43 +82,64 @@ def _mass(name: str, ptr: _I, val: _F, V: int, complete_tol: float) -> tuple[_F,
     return unseen_mass(name, mass, t, V - cnt, complete_tol), t
 
 
-def sparse_groups(p: Any, q: Any, log_type: Any, keep: int, complete_tol: float) -> tuple[list[Any], int, bool, _I]:
-    """(groups ``(rows, p, q)`` as ``_compress`` returns them, B, batched, logged q tokens per row)."""
+#: One side of a batch in CSR form: (ptr, ids ascending per row, values > 0, unseen mass u, cap t).
+Parts = tuple[_I, _I, _F, _F, _F]
+
+
+def sparse_parts(p: Any, q: Any, complete_tol: float) -> tuple[Parts, Parts, int, bool]:
+    """(p's parts, q's parts, V, batched) of TopK / scipy.sparse logs, validated with the dense
+    route's messages."""
     pp, pi, pv, Vp, p1 = logged_entries("p", p)
     qp, qi, qv, Vq, q1 = logged_entries("q", q)
     if (pp.shape[0], Vp) != (qp.shape[0], Vq):
         raise ValueError(
             f"p, q: shapes differ ({(pp.shape[0] - 1, Vp)} and {(qp.shape[0] - 1, Vq)}); pass one logged row of each"
         )
-    B, V = pp.shape[0] - 1, Vp
-    pu, pt = _mass("p", pp, pv, V, complete_tol)
-    qu, qt = _mass("q", qp, qv, V, complete_tol)
+    pu, pt = _mass("p", pp, pv, Vp, complete_tol)
+    qu, qt = _mass("q", qp, qv, Vp, complete_tol)
+    return (pp, pi, pv, pu, pt), (qp, qi, qv, qu, qt), Vp, not (p1 and q1)
+
+
+def dense_parts(name: str, rows: _F, complete_tol: float) -> Parts:
+    """The parts of validated dense rows (their non-zero entries), with the same (u, t) as
+    ``sparse_parts`` gives for the same entries: both routes then run the same numbers."""
+    r, ids = np.nonzero(rows)
+    ptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=rows.shape[0]))]).astype(np.int64)
+    val = rows[r, ids].astype(np.float64)
+    u, t = _mass(name, ptr, val, rows.shape[1], complete_tol)
+    return ptr, ids.astype(np.int64), val, u, t
+
+
+def column_groups(P: Parts, Q: Parts, V: int, rows: _I, log_type: Any, keep: int) -> list[Any]:
+    """Groups ``(rows, p, q)`` of the given rows on their compressed columns (module docstring):
+    rows of one width form a group, so a row's arrays do not depend on the other rows."""
+    pp, pi, pv, pu, pt = P
+    qp, qi, qv, qu, qt = Q
     with np.errstate(divide="ignore", invalid="ignore"):
         need = np.ceil(np.nan_to_num(pu / pt)) + np.ceil(np.nan_to_num(qu / qt))
-    cols: list[_I] = []
-    n_both = np.empty(B, dtype=np.int64)
-    keep_d = np.empty(B, dtype=np.int64)
-    for r in range(B):
+    cols: dict[int, _I] = {}
+    n_both = np.zeros(pu.shape[0], dtype=np.int64)
+    keep_d = np.zeros(pu.shape[0], dtype=np.int64)
+    for r in rows.tolist():
         logged = np.union1d(pi[pp[r] : pp[r + 1]], qi[qp[r] : qp[r + 1]])
         n_both[r] = V - logged.size
         keep_d[r] = min(n_both[r], keep + int(need[r]) + 2)
         cand = np.arange(min(V, keep_d[r] + logged.size))
         free = cand[~np.isin(cand, logged, assume_unique=True)][: keep_d[r]]
-        cols.append(np.union1d(logged, free))
-    width = np.minimum(-(-np.array([c.size for c in cols]) // keep) * keep, V)
+        cols[r] = np.union1d(logged, free)
+    width = np.minimum(-(-np.array([cols[r].size for r in rows.tolist()], dtype=np.int64) // keep) * keep, V)
     hidden = n_both - keep_d
     groups = []
     for W in np.unique(width):
-        rows = np.flatnonzero(width == W)
+        grp = rows[width == W]
         sides = []
-        for ptr, ids, val, u, t in ((pp, pi, pv, pu, pt), (qp, qi, qv, qu, qt)):
-            x = np.zeros((rows.size, int(W)))
-            live = np.zeros((rows.size, int(W)), dtype=bool)
-            for j, i in enumerate(rows.tolist()):
+        for ptr, ids, val, u, t in (P, Q):
+            x = np.zeros((grp.size, int(W)))
+            live = np.zeros((grp.size, int(W)), dtype=bool)
+            for j, i in enumerate(grp.tolist()):
                 c = cols[i]
                 live[j, : c.size] = True
-                lid, lval = ids[ptr[i] : ptr[i + 1]], val[ptr[i] : ptr[i + 1]]
-                x[j, np.searchsorted(c, lid)] = lval
-            sides.append(log_type(x, (x == 0) & live, u[rows], t[rows], hidden[rows]))
-        groups.append((rows, sides[0], sides[1]))
-    return groups, B, not (p1 and q1), np.diff(qp)
+                x[j, np.searchsorted(c, ids[ptr[i] : ptr[i + 1]])] = val[ptr[i] : ptr[i + 1]]
+            sides.append(log_type(x, (x == 0) & live, u[grp], t[grp], hidden[grp]))
+        groups.append((grp, sides[0], sides[1]))
+    return groups

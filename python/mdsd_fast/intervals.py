@@ -9,12 +9,13 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
 
 * ``low`` is alpha* of one explicit pessimistic pair computed by the C++ core: p's unseen mass goes
   to a phantom token that is never drafted and q's to phantom tokens that p never gives (so every
-  draft landing there is wasted). For "wor" and "top<m>+wor" the i.i.d. value of that pair is used
-  (without-replacement drafts never do worse than i.i.d. ones).
-* ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over candidate certificates H (any H gives a
-  valid bound; the candidates are the certificates of several extreme completions), where
-  ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
-  completions, both explicit.
+  draft landing there is wasted). Without replacement q's phantoms are J equal pieces, and the
+  C(k, 2) / J their finite split can cost is subtracted.
+* ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over token sets H (any H gives a valid bound),
+  where ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
+  completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
+  (``_intervals_fast.iid_high``: the bound depends on H through a few sums); without replacement
+  it is over candidates, the certificates of extreme completions and of a Frank-Wolfe search.
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
 
@@ -26,7 +27,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from ._intervals_sparse import check_logged_mass, logged_entries, sparse_groups, unseen_mass
+from ._intervals_fast import MAX_ROW_CELLS, cut_value, iid_high, p_max_of, row_cells, topk_range, union
+from ._intervals_sparse import (
+    Parts,
+    check_logged_mass,
+    column_groups,
+    dense_parts,
+    logged_entries,
+    sparse_parts,
+    unseen_mass,
+)
 from ._validate import _as_float_array, _sampled, check_n, check_scheme, mixed_parts
 from .bound import optimal_acceptance
 from .sparse import is_sparse
@@ -44,7 +54,8 @@ COMPLETE_TOL = 1e-12
 #: not splitting it infinitely finely (docs/intervals.md §2.2).
 WOR_SPLIT_ERROR = 2e-4
 
-#: Frank-Wolfe steps of the search for the certificates behind ``high``.
+#: Frank-Wolfe steps of the search for the certificates behind ``high`` (without-replacement drafts,
+#: and i.i.d. rows beyond ``MAX_ROW_CELLS``).
 SEARCH_STEPS = 12
 
 #: Unlogged-in-both tokens kept as columns (beyond those the fills need); the rest are counted.
@@ -91,36 +102,6 @@ def _log(name: str, x: Any) -> tuple[_Log, bool]:
     t = np.where(unseen.all(axis=1), 0.0, np.min(np.where(unseen, np.inf, rows), axis=1))
     u = unseen_mass(name, mass, t, unseen.sum(axis=1), COMPLETE_TOL)
     return _Log(rows, unseen, u, t, np.zeros(rows.shape[0], dtype=np.int64)), batched
-
-
-def _compress(p: _Log, q: _Log) -> list[tuple[NDArray[np.int64], _Log, _Log]]:
-    """The same logs on fewer columns, as groups ``(rows, p, q)``: per row, the tokens logged in p or
-    q (ascending ids) and enough tokens logged in neither to hold every completion used here; the
-    others are only counted (``hidden``). A row's width is rounded up to a multiple of
-    ``COMPRESS_KEEP`` with dead columns (never given mass), and rows of one width form a group, so
-    a row's arrays, hence its result, do not depend on the rest of the batch.
-
-    Nothing depends on which unlogged-in-both tokens are kept: the bounds see them only through
-    their number, and a completion on the kept columns is a completion of the full row."""
-    both = p.unseen & q.unseen
-    with np.errstate(divide="ignore", invalid="ignore"):
-        need = np.ceil(np.nan_to_num(p.u / p.t)) + np.ceil(np.nan_to_num(q.u / q.t))
-    keep_d = np.minimum(both.sum(axis=1), COMPRESS_KEEP + need.astype(np.int64) + 2)
-    keep = ~both | (both & (np.cumsum(both, axis=1) <= keep_d[:, None]))
-    width = np.minimum(-(-keep.sum(axis=1) // COMPRESS_KEEP) * COMPRESS_KEEP, p.x.shape[1])
-    hidden = both.sum(axis=1) - keep_d
-    groups = []
-    for W in np.unique(width):
-        rows = np.flatnonzero(width == W)
-        cols = np.argsort(~keep[rows], axis=1, kind="stable")[:, :W]
-        live = np.take_along_axis(keep[rows], cols, axis=1)
-        groups.append((rows, _take(p, rows, cols, live, hidden), _take(q, rows, cols, live, hidden)))
-    return groups
-
-
-def _take(lg: _Log, rows: NDArray[np.int64], cols: NDArray[np.int64], live: _B, hidden: NDArray[np.int64]) -> _Log:
-    x = np.where(live, np.take_along_axis(lg.x[rows], cols, axis=1), 0.0)
-    return _Log(x, (x == 0) & live, lg.u[rows], lg.t[rows], hidden[rows])
 
 
 def _fill(lg: _Log, key: _F | None) -> _F:
@@ -218,8 +199,6 @@ def _low(p: _Log, q: _Log, n: int, scheme: str, m: int) -> _F:
         pt[:, V] = p.u[rows]
         qt[:, :V] = q.x[rows]
         qt[:, V + 1 :] = (q.u[rows] / Jr)[:, None]
-        pt /= pt.sum(axis=1, keepdims=True)
-        qt /= qt.sum(axis=1, keepdims=True)
         low[rows] = np.asarray(optimal_acceptance(pt, qt, n, scheme), dtype=np.float64)
     return low - np.where(q.u > 0, k * (k - 1) / 2 / J if wor else 0.0, 0.0)  # no unseen mass: exact
 
@@ -244,20 +223,20 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool) -> 
     """``1 + p_max(H) - Q_min(H)`` (H contains T, and the hidden tokens if ``hidden_in``): the
     largest cut value of H over completions."""
     inside = (H & p.unseen).sum(axis=1) + (p.hidden if hidden_in else 0)
-    p_max = (p.x * H).sum(axis=1) + np.minimum(p.u, p.t * inside)
     rest = H & ~T
-    out_room = q.t * ((q.unseen & ~H).sum(axis=1) + (0 if hidden_in else q.hidden))
-    if wor:
-        w = np.where(rest & ~q.unseen, q.x, 0.0)
-        w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
-        # q's unseen mass that must fall inside H, as one lump: any split of it is a refinement of
-        # the lump, and refining raises Q (docs/intervals.md §3)
-        w = np.concatenate([w, np.maximum(0.0, q.u - out_room)[:, None]], axis=1)
-        w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
-        q_min = _q_min_wor(w, w_out, k)
-    else:
-        q_rest = (q.x * rest).sum(axis=1) + np.maximum(0.0, q.u - out_room)
-        q_min = (q_rest / (1.0 - (q.x * T).sum(axis=1))).clip(0, 1) ** k
+    outside = (q.unseen & ~H).sum(axis=1) + (0 if hidden_in else q.hidden)
+    if not wor:
+        qT = (q.x * T).sum(axis=1)
+        return cut_value((p.x * H).sum(axis=1), inside, (q.x * rest).sum(axis=1), outside, qT, (p.u, p.t, q.u, q.t), k)
+    p_max = p_max_of((p.x * H).sum(axis=1), inside, p.u, p.t)
+    out_room = q.t * outside
+    w = np.where(rest & ~q.unseen, q.x, 0.0)
+    w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
+    # q's unseen mass that must fall inside H, as one lump: any split of it is a refinement of
+    # the lump, and refining raises Q (docs/intervals.md §3)
+    w = np.concatenate([w, np.maximum(0.0, q.u - out_room)[:, None]], axis=1)
+    w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
+    q_min = _q_min_wor(w, w_out, k)
     return np.asarray(1.0 + p_max - q_min, dtype=np.float64)
 
 
@@ -341,6 +320,9 @@ def acceptance_bounds(
         end; valid, not tight.
     search_steps : Frank-Wolfe steps of the search for certificates behind ``high`` (each costs
         about one alpha* of the batch); more can only lower ``high``, and it stays valid with 0.
+        The search runs for the without-replacement schemes, and for i.i.d. drafts only on rows
+        too large for the exact minimum over every H (more than ``MAX_ROW_CELLS`` sizes of H,
+        e.g. some top-100 logs); elsewhere ``high`` is that minimum and the steps change nothing.
 
     Returns
     -------
@@ -380,46 +362,61 @@ _VERIFIER_SCHEMES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _group(pl: _Log, ql: _Log, n: int, scheme: str, m: int, steps: int) -> tuple[_F, _F, _F, _F]:
-    """(low, high, smallest and largest alpha* of the completions tried) of one group of rows."""
-    T = _top(ql, m) if m else np.zeros(pl.x.shape, dtype=bool)
-    if scheme == "topk":  # alpha* = p(T): the range of p(T) over completions is explicit, and attained
-        inside = (T & pl.unseen).sum(axis=1)
-        outside = (pl.unseen & ~T).sum(axis=1) + pl.hidden
-        pT = (pl.x * T).sum(axis=1)
-        lo = pT + np.maximum(0.0, pl.u - pl.t * outside)
-        hi = pT + np.minimum(pl.u, pl.t * inside)
-        return lo, hi, lo.copy(), hi.copy()
-    lo = _low(pl, ql, n, scheme, m)
-    hi, whi, wlo = _high(pl, ql, n, scheme, m, T, steps)
-    return lo, hi, wlo, whi
+def _parts(p: ArrayLike, q: ArrayLike) -> tuple[Parts, Parts, int, bool]:
+    """Both sides' logged entries as CSR parts, with each input type's checks and messages."""
+    if is_sparse(p) and is_sparse(q):  # never a (rows, V) array
+        return sparse_parts(p, q, COMPLETE_TOL)
+    pl, pb = _log("p", p)
+    ql, qb = _log("q", q)
+    if pl.x.shape != ql.x.shape:
+        raise ValueError(f"p, q: shapes differ ({pl.x.shape} and {ql.x.shape}); pass one logged row of each")
+    return dense_parts("p", pl.x, COMPLETE_TOL), dense_parts("q", ql.x, COMPLETE_TOL), pl.x.shape[1], pb or qb
 
 
-def _bounds(p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int) -> tuple[_F, _F, _F, _F, bool]:
-    """(low, high, smallest and largest alpha* of the completions tried, batched)."""
+def _bounds(
+    p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int, witnesses: bool = False
+) -> tuple[_F, _F, _F, _F, bool]:
+    """(low, high, smallest and largest alpha* of the completions tried (NaN where no search ran;
+    ``witnesses`` runs it on every row), batched)."""
     scheme = check_scheme(scheme)
     n = check_n(n)
-    if is_sparse(p) and is_sparse(q):  # union-support route: never a (rows, V) array
-        groups, B, batched, q_logged = sparse_groups(p, q, _Log, COMPRESS_KEEP, COMPLETE_TOL)
-    else:
-        pl, pb = _log("p", p)
-        ql, qb = _log("q", q)
-        if pl.x.shape != ql.x.shape:
-            raise ValueError(f"p, q: shapes differ ({pl.x.shape} and {ql.x.shape}); pass one logged row of each")
-        B, batched, q_logged = pl.x.shape[0], pb or qb, np.count_nonzero(ql.x, axis=1)
-        groups = _compress(pl, ql) if B else []
+    P, Q, V, batched = _parts(p, q)
+    B = P[0].shape[0] - 1
     mp = mixed_parts(scheme)
     m = {"greedy": n - 1, "topk": n}.get(scheme, mp[0] if mp else 0)
     if mp is not None and m >= n:
         raise ValueError(f"scheme: {scheme!r} drafts the top {m} tokens and needs n > {m}, got n = {n}")
-    if scheme in ("wor", "topk") or (mp is not None and mp[1] == "wor"):
-        short = q_logged < n
+    wor = scheme == "wor" or (mp is not None and mp[1] == "wor")
+    if wor or scheme == "topk":
+        short = np.diff(Q[0]) < n
         if short.any():
             r = int(np.argmax(short))
             raise ValueError(f"q: scheme {scheme!r} needs {n} logged draft tokens, row {r} has fewer")
-    lo, hi, wlo, whi = np.empty(B), np.empty(B), np.empty(B), np.empty(B)
-    for rows, pg, qg in groups:
-        lo[rows], hi[rows], wlo[rows], whi[rows] = _group(pg, qg, n, scheme, m, steps)
+    wlo, whi = np.full(B, np.nan), np.full(B, np.nan)
+    if B == 0:
+        return np.empty(0), np.empty(0), wlo, whi, batched
+    pl, ql = union(P, Q, V, _Log)
+    T = _top(ql, m) if m else np.zeros(pl.x.shape, dtype=bool)
+    if scheme == "topk":
+        lo, hi = topk_range(pl, T)
+        wlo, whi = lo.copy(), hi.copy()
+    else:
+        lo, hi = _low(pl, ql, n, scheme, m), np.ones(B)
+        a = ((pl.x > 0) & (ql.x > 0)).sum(axis=1)
+        fast = (
+            np.zeros(B, dtype=bool)
+            if wor
+            else row_cells(a, ql.unseen.sum(axis=1), pl.unseen.sum(axis=1)) <= MAX_ROW_CELLS
+        )
+        if fast.any():  # every H at once (docs/intervals.md §3.1)
+            sub = [_Log(*(np.asarray(f)[fast] for f in (lg.x, lg.unseen, lg.u, lg.t, lg.hidden))) for lg in (pl, ql)]
+            hi[fast] = iid_high(sub[0], sub[1], T[fast], n - m)
+        search = np.flatnonzero(~fast | witnesses)
+        for rows, pg, qg in column_groups(P, Q, V, search, _Log, COMPRESS_KEEP) if search.size else []:
+            h, whi[rows], wlo[rows] = _high(
+                pg, qg, n, scheme, m, _top(qg, m) if m else np.zeros(pg.x.shape, bool), steps
+            )
+            hi[rows] = np.where(fast[rows], hi[rows], h)
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
     hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)
     return lo, hi, wlo, whi, batched
