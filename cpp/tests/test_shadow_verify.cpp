@@ -2,7 +2,8 @@
 // tuple, its exact output law equals the plan route's (OptimalIid, every window cut) to 1e-12.
 //
 // Small cases enumerate every tuple; the law is also checked lossless on its own (sum over tuples
-// of Pr[tuple] * law = p), which does not lean on the plan. LLM-like rows (V = 3000) check sampled
+// of Pr[tuple] * law = p), which does not lean on the plan. Odd cases and every LLM-like tuple
+// also run the bucketed levels (remaining_bucketed). LLM-like rows (V = 3000) check sampled
 // tuples. The samplers, given the same seed, must give the same output on almost every draw (the
 // same uniforms; only the ~1e-16 moves of piece ends can split them). Negative control: windows
 // cut from the untouched levels (ignoring the tokens cut before) must change the law on a fair
@@ -88,6 +89,7 @@ int main() {
         vf::Categorical pcat;
         pcat.build(p.data(), V);
         sw::TupleRace w, ctl;
+        w.buckets = rep % 2 ? 3 : 0;  // odd cases: the bucketed levels (2-3 buckets on these supports)
         ctl.untouched = true;
         check::context("rep %d, V = %lld, n = %d", rep, static_cast<long long>(V), n);
         Vec marg(V, 0.0);
@@ -156,10 +158,14 @@ int main() {
         for (int k = 0; k < 60; ++k) {
             std::vector<int32_t> t(n);
             for (auto& y : t) y = qcat.pick(g.uniform());
-            const Laws L = laws(pl, row, pcat, w, t);
-            const double d = maxdiff(L.plan, L.shadow);
-            CHECK_MSG(d <= plan_rounding(qrow), "tuple %d: law differs from the plan's by %.3g", k, d);
-            worst_llm = std::max(worst_llm, d);
+            for (int buckets : {0, 256}) {
+                w.buckets = buckets;
+                const Laws L = laws(pl, row, pcat, w, t);
+                const double d = maxdiff(L.plan, L.shadow);
+                CHECK_MSG(d <= plan_rounding(qrow), "tuple %d, %d buckets: law differs from the plan's by %.3g", k,
+                          buckets, d);
+                worst_llm = std::max(worst_llm, d);
+            }
             ++llm_tuples;
         }
     }

@@ -39,7 +39,8 @@ struct TupleRow {
     double alpha_star = 0.0;
     std::vector<Side> side;
     std::vector<int64_t> at;       // token -> its index in its system's cutting order
-    std::vector<double> cq[2], cp[2];  // q and p of each system's tokens in cutting order
+    std::vector<int32_t> ct[2];        // each system's tokens in cutting order
+    std::vector<double> cq[2], cp[2];  // their q and p
     std::vector<double> total[2];  // measure left before each cut, rounded as the plan's cut does
     System sys[2];
     int64_t exact_outer = 0;  // outer windows that reach p(y); the rest is the capped suffix
@@ -89,6 +90,7 @@ inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, Dua
     r.sys[1] = System{qH, qA, n, false};
     for (int s = 0; s < 2; ++s) {
         const int64_t m = s == 0 ? ks : K - ks;
+        r.ct[s].resize(m);
         r.cq[s].resize(m);
         r.cp[s].resize(m);
         r.total[s].resize(m);
@@ -97,6 +99,7 @@ inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, Dua
             const int32_t y = s == 0 ? ord[ks - 1 - k] : ord[ks + k];
             r.side[y] = s == 0 ? Side::Inner : Side::Outer;
             r.at[y] = k;
+            r.ct[s][k] = y;
             r.cq[s][k] = q[y];
             r.cp[s][k] = p[y];
             r.total[s][k] = left;
@@ -131,6 +134,7 @@ struct TupleRace {
     std::vector<double> lo, hi, suf;
     std::vector<double> coin;  // by token id (law_chain's indexing); only the drafted ones are set
     bool untouched = false;    // negative control for the tests: cut every window from the untouched levels
+    int buckets = 0;           // > 0: the levels before a draft by remaining_bucketed (no sort of the set)
 };
 
 // Cuts the windows of tuple t's drafts in the system that handles it.
@@ -157,7 +161,8 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
         level::Levels L;
         L.n = r.n;
         L.from_bottom = s == 0;
-        L.iv = remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre);
+        L.iv = w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
+                             : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre);
         if (s == 0) std::reverse(L.iv.begin(), L.iv.end());  // iv.back(): the end the cut starts from
         L.total = r.total[s][kpre];
         out.clear();
