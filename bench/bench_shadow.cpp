@@ -3,7 +3,9 @@
 // token-by-token cut of the level race (level_windows.hpp, as OptimalIid::prepare runs it), on
 // LLM-like rows (bench_dual.py's llm_like: logits N(0, 3^2), q's logits + N(0, 1)), n = 4, one
 // thread (CPU time, best of 5); the full sort (dual_prefix) and the whole plan
-// (OptimalIid::prepare) timed in the same loop. Standalone:
+// (OptimalIid::prepare) timed in the same loop. Then one drafted tuple per row (shadow_verify.hpp,
+// row setup + walk, sorted and bucketed levels) against alpha* and the plan route (prepare + walk),
+// the same rows and seed. Standalone:
 //   g++ -std=c++17 -O3 -Icpp/include bench/bench_shadow.cpp -o /tmp/bsh && /tmp/bsh
 #include <algorithm>
 #include <cmath>
