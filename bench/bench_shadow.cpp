@@ -3,7 +3,9 @@
 // token-by-token cut of the level race (level_windows.hpp, as OptimalIid::prepare runs it), on
 // LLM-like rows (bench_dual.py's llm_like: logits N(0, 3^2), q's logits + N(0, 1)), n = 4, one
 // thread (CPU time, best of 5); the full sort (dual_prefix) and the whole plan
-// (OptimalIid::prepare) timed in the same loop. Standalone:
+// (OptimalIid::prepare) timed in the same loop. Then one drafted tuple per row (shadow_verify.hpp,
+// row setup + walk, sorted and bucketed levels) against alpha* and the plan route (prepare + walk),
+// the same rows and seed. Standalone:
 //   g++ -std=c++17 -O3 -Icpp/include bench/bench_shadow.cpp -o /tmp/bsh && /tmp/bsh
 #include <algorithm>
 #include <cmath>
@@ -15,6 +17,7 @@
 #include "mdsd/dual.hpp"
 #include "mdsd/verifiers/level_windows.hpp"
 #include "mdsd/verifiers/optimal_iid.hpp"
+#include "mdsd/verifiers/shadow_verify.hpp"
 #include "mdsd/verifiers/shadow_windows.hpp"
 
 namespace lv = mdsd::verif::level;
@@ -46,6 +49,9 @@ int main() {
     const int Bs[4] = {256, 1024, 4096, 16384};
     double share[4] = {0, 0, 0, 0}, t_bucket[4] = {0, 0, 0, 0}, bdiff = 0;
     int max_rounds[4] = {0, 0, 0, 0};
+    // one drafted tuple per row (shadow_verify.hpp) against alpha* and the plan route, same rows
+    double t_alpha = 0, t_row = 0, t_tuple = 0, t_tuple_b = 0, t_plan_tuple = 0;
+    long agree = 0, agree_b = 0;
     for (int row = 0; row < rows; ++row) {
         std::vector<double> p(V), q(V);
         double sp = 0, sq = 0;
@@ -153,6 +159,61 @@ int main() {
                 bdiff = std::max(bdiff, d);
             }
         }
+        {
+            std::vector<int32_t> t(n);
+            std::vector<double> cdf(V);
+            double c = 0;
+            for (int64_t i = 0; i < V; ++i) cdf[i] = (c += q[i]);
+            std::uniform_real_distribution<double> U(0.0, c);
+            for (auto& y : t)
+                y = static_cast<int32_t>(
+                    std::min<int64_t>(V - 1, std::upper_bound(cdf.begin(), cdf.end(), U(eng)) - cdf.begin()));
+            mdsd::DualWorkspace wa;
+            t_alpha += best_ms(
+                [&] {
+                    (void)mdsd::dual_alpha(p.data(), q.data(), V, n, mdsd::Scheme::Iid, mdsd::WorMethod::Auto, wa,
+                                           nullptr);
+                },
+                reps);
+            mdsd::DualWorkspace wr;
+            t_row += best_ms([&] { (void)sw::make_row(p.data(), q.data(), V, n, wr); }, reps);
+            mdsd::verif::Categorical pcat;
+            pcat.build(p.data(), V);
+            int32_t out_shadow = -1, out_plan = -1;
+            t_tuple += best_ms(
+                [&] {
+                    const sw::TupleRow tr = sw::make_row(p.data(), q.data(), V, n, wr);
+                    sw::TupleRace w;
+                    mdsd::Rng rng(5, static_cast<uint64_t>(row));
+                    mdsd::verif::SampleVisitor vis{rng, pcat};
+                    sw::walk(tr, t.data(), w, vis);
+                    out_shadow = vis.out;
+                },
+                reps);
+            int32_t out_b = -1;
+            t_tuple_b += best_ms(
+                [&] {
+                    const sw::TupleRow tr = sw::make_row(p.data(), q.data(), V, n, wr);
+                    sw::TupleRace w;
+                    w.buckets = 256;
+                    mdsd::Rng rng(5, static_cast<uint64_t>(row));
+                    mdsd::verif::SampleVisitor vis{rng, pcat};
+                    sw::walk(tr, t.data(), w, vis);
+                    out_b = vis.out;
+                },
+                reps);
+            agree_b += out_b == out_shadow;
+            t_plan_tuple += best_ms(
+                [&] {
+                    const auto pl = mdsd::verif::OptimalIid::prepare(p.data(), q.data(), V, n);
+                    mdsd::Rng rng(5, static_cast<uint64_t>(row));
+                    mdsd::verif::SampleVisitor vis{rng, pcat};
+                    mdsd::verif::OptimalIid::walk(pl, t.data(), vis);
+                    out_plan = vis.out;
+                },
+                reps);
+            agree += out_shadow == out_plan;
+        }
         // sanity: the same remaining measure (both are sets of segments)
         auto meas = [](const std::vector<lv::Seg>& R) {
             double s = 0;
@@ -175,5 +236,14 @@ int main() {
                 100.0 * capped[0] / sys_size[0], sys_size[0] / rows, 100.0 * capped[1] / sys_size[1],
                 sys_size[1] / rows);
     std::printf("  bucketed vs full envelope: largest endpoint difference %.1e\n", bdiff);
+    std::printf("one drafted tuple per row (shadow_verify.hpp; the same seed gave the plan's output on %ld of %d):\n",
+                agree, rows);
+    std::printf("  alpha* (dual_alpha, iid select)  %.3f\n", t_alpha / rows);
+    std::printf("  row setup (make_row)             %.3f\n", t_row / rows);
+    std::printf("  make_row + one tuple             %.3f  (%.1fx alpha*)\n", t_tuple / rows, t_tuple / t_alpha);
+    std::printf("  make_row + one tuple, bucketed   %.3f  (%.1fx alpha*; B = 256; output as unbucketed on %ld)\n",
+                t_tuple_b / rows, t_tuple_b / t_alpha, agree_b);
+    std::printf("  plan + one tuple (prepare+walk)  %.3f  (%.1fx alpha*)\n", t_plan_tuple / rows,
+                t_plan_tuple / t_alpha);
     return 0;
 }

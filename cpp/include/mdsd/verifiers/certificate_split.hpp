@@ -22,6 +22,26 @@ inline Side system_of(const std::vector<Side>& side, const int32_t* t, int n) {
     return Side::Inner;
 }
 
+// The distinct drafts of tuple t in the system that handles it, with their multiplicities; returns
+// their number m (toks, cnt: room for n).
+inline int group_drafts(const std::vector<Side>& side, const int32_t* t, int n, int32_t* toks, int* cnt) {
+    int m = 0;
+    const Side want = system_of(side, t, n);
+    for (int k = 0; k < n; ++k) {
+        const int32_t y = t[k];
+        if (side[y] != want) continue;
+        int j = 0;
+        while (j < m && toks[j] != y) ++j;
+        if (j == m) {
+            toks[m] = y;
+            cnt[m] = 0;
+            ++m;
+        }
+        ++cnt[j];
+    }
+    return m;
+}
+
 // With probability pr (given that every earlier test failed) go to the residual: the law
 // calculator adds the residual part now and continues with the rest of the mass.
 inline void law_branch(LawVisitor& vis, double pr, const Categorical& res) {

@@ -221,4 +221,49 @@ inline void take_window(Levels& L, double w, double target, int sigma, bool last
     if (L.total < 0.0) L.total = 0.0;
 }
 
+// The race over level pieces, shared by every route that holds a token's pieces (by descending
+// level, psuf = the length from each piece to the token's last): the piece a draft lands in,
+// given u ~ U[0, 1), by binary search on the suffix sums.
+inline int64_t draw_piece(const double* psuf, int64_t b, int64_t e, double u) {
+    const double v = u * psuf[b];
+    const double* it = std::partition_point(psuf + b + 1, psuf + e, [v](double x) { return x > v; });
+    return (it - psuf) - 1;
+}
+
+// Win probabilities of m distinct drafted tokens (token k: pieces [b[k], e[k]), cnt[k] drafts):
+// the highest level wins. sel[k] receives Pr[token k wins].
+inline void race_win_probs(const int64_t* b, const int64_t* e, const double* plo, const double* phi, const double* psuf,
+                           const int* cnt, int m, double* sel) {
+    struct Ref {
+        double lo;
+        int k;
+        int64_t e;
+    };
+    Ref small[256];
+    std::vector<Ref> big;
+    int64_t tot = 0;
+    for (int k = 0; k < m; ++k) tot += e[k] - b[k];
+    Ref* refs = small;
+    if (tot > 256) {
+        big.resize(tot);
+        refs = big.data();
+    }
+    int64_t c = 0;
+    for (int k = 0; k < m; ++k) {
+        sel[k] = 0.0;
+        for (int64_t u = b[k]; u < e[k]; ++u) refs[c++] = {plo[u], k, u};
+    }
+    std::sort(refs, refs + tot, [](const Ref& u, const Ref& v) { return u.lo > v.lo; });
+    double left = 1.0;  // Pr[no draft in any piece above]
+    for (int64_t t = 0; t < tot && left > 0.0; ++t) {
+        const Ref& rf = refs[t];
+        const double len = phi[rf.e] - plo[rf.e];
+        const double R = psuf[rf.e];
+        const double stay = (R > 0.0) ? std::max(0.0, 1.0 - len / R) : 0.0;
+        const double hit = 1.0 - ipow(stay, cnt[rf.k]);
+        sel[rf.k] += left * hit;
+        left *= 1.0 - hit;
+    }
+}
+
 }  // namespace mdsd::verif::level

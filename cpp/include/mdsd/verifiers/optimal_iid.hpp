@@ -144,55 +144,26 @@ struct OptimalIid {
     // highest level wins. toks/cnt: m distinct tokens and their multiplicities. sel[k] receives
     // Pr[token toks[k] wins].
     static void win_probs(const Plan& pl, const int32_t* toks, const int* cnt, int m, double* sel) {
-        struct Ref {
-            double lo;
-            int k;
-            int64_t e;
-        };
-        Ref small[256];
-        std::vector<Ref> big;
-        int64_t tot = 0;
-        for (int k = 0; k < m; ++k) tot += pl.pptr[toks[k] + 1] - pl.pptr[toks[k]];
-        Ref* refs = small;
-        if (tot > 256) {
-            big.resize(tot);
-            refs = big.data();
+        int64_t b[64], e[64];
+        std::vector<int64_t> bb, ee;
+        int64_t* pb = b;
+        int64_t* pe = e;
+        if (m > 64) {
+            bb.resize(m);
+            ee.resize(m);
+            pb = bb.data();
+            pe = ee.data();
         }
-        int64_t c = 0;
         for (int k = 0; k < m; ++k) {
-            sel[k] = 0.0;
-            for (int64_t e = pl.pptr[toks[k]]; e < pl.pptr[toks[k] + 1]; ++e) refs[c++] = {pl.plo[e], k, e};
+            pb[k] = pl.pptr[toks[k]];
+            pe[k] = pl.pptr[toks[k] + 1];
         }
-        std::sort(refs, refs + tot, [](const Ref& u, const Ref& v) { return u.lo > v.lo; });
-        double left = 1.0;  // Pr[no draft in any piece above]
-        for (int64_t t = 0; t < tot && left > 0.0; ++t) {
-            const Ref& rf = refs[t];
-            const double len = pl.phi[rf.e] - pl.plo[rf.e];
-            const double R = pl.psuf[rf.e];
-            const double stay = (R > 0.0) ? std::max(0.0, 1.0 - len / R) : 0.0;
-            const double hit = 1.0 - ipow(stay, cnt[rf.k]);
-            sel[rf.k] += left * hit;
-            left *= 1.0 - hit;
-        }
+        level::race_win_probs(pb, pe, pl.plo.data(), pl.phi.data(), pl.psuf.data(), cnt, m, sel);
     }
 
     // Distinct drafts of the tuple in the system that handles it, with their multiplicities.
     static int group(const Plan& pl, const int32_t* t, int32_t* toks, int* cnt) {
-        int m = 0;
-        const Side want = system_of(pl.side, t, pl.n);
-        for (int k = 0; k < pl.n; ++k) {
-            const int32_t y = t[k];
-            if (pl.side[y] != want) continue;
-            int j = 0;
-            while (j < m && toks[j] != y) ++j;
-            if (j == m) {
-                toks[m] = y;
-                cnt[m] = 0;
-                ++m;
-            }
-            ++cnt[j];
-        }
-        return m;
+        return group_drafts(pl.side, t, pl.n, toks, cnt);
     }
 
     // The sampler: every draft of the system draws its level piece (probability length / q(y),
@@ -208,10 +179,7 @@ struct OptimalIid {
             if (pl.side[y] != want) continue;
             const int64_t b = pl.pptr[y], e = pl.pptr[y + 1];
             if (b == e) continue;
-            const double v = vis.rng.uniform() * pl.psuf[b];
-            const double* first = pl.psuf.data() + b + 1;
-            const double* it = std::partition_point(first, pl.psuf.data() + e, [v](double x) { return x > v; });
-            const int64_t piece = (it - pl.psuf.data()) - 1;
+            const int64_t piece = level::draw_piece(pl.psuf.data(), b, e, vis.rng.uniform());
             if (pl.plo[piece] > best) {
                 best = pl.plo[piece];
                 win = y;
@@ -230,8 +198,6 @@ struct OptimalIid {
         if (m > 0) win_probs(pl, toks.data(), cnt.data(), m, sel.data());
         law_chain(toks.data(), sel.data(), m, pl.coin, pl.res, vis);
     }
-
-    // With probability pr (given that every earlier test failed) go to the residual: the law
 
     static double exact(const Plan& pl, double /*budget*/) { return pl.alpha_plan; }
 };

@@ -1,0 +1,220 @@
+// One drafted tuple of the i.i.d. optimal verifier without its plan (docs/theory.md §12.5-§12.6).
+//
+// The plan (optimal_iid.hpp) cuts every token's window, O(V) windows per row, to verify one tuple.
+// The levels left before a token depend only on the set of tokens cut before it (order-freedom,
+// §12.6), so the window of a drafted token y is the window cut from shadow::remaining of the tokens
+// earlier than y in its system's cutting order (dual_prefix's ratio order, its ties included):
+// only the drafted tokens' windows are cut. The race, the coin and the residual are the plan's:
+//   race: every draft lands in a piece of its token's window, the highest piece wins (the same
+//     uniform per draft as OptimalIid::walk, so the same draws give the same output up to the
+//     ~1e-16 moves of piece ends);
+//   coin: p(y) / load(y), capped at 1;
+//   residual r = p - a: inner windows and the outer exact prefix end at a = p (r = 0; the plan
+//     keeps ~1-ulp leftovers there), q = 0 tokens keep r = p, and the outer capped suffix (§12.6:
+//     after the first window that cannot reach p(y), every window is the top one) tiles the levels
+//     left by the exact prefix from the top, so its loads come from one walk over those levels.
+// Cost per row: the ratio sort (dual_prefix), one envelope pass per drafted token and two for the
+// residual: O(V log V + n K).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "mdsd/dual.hpp"
+#include "mdsd/verifiers/certificate_split.hpp"
+#include "mdsd/verifiers/common.hpp"
+#include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/verifiers/shadow_windows.hpp"
+
+namespace mdsd::verif::shadow {
+
+// One row, ready for the tuples drafted from it. System 0 is the inner one (H*, cut from the
+// bottom by descending p/q), 1 the outer one (cut from the top by ascending p/q).
+struct TupleRow {
+    const double* p = nullptr;
+    const double* q = nullptr;
+    int64_t V = 0;
+    int n = 1;
+    double alpha_star = 0.0;
+    std::vector<Side> side;
+    std::vector<int64_t> at;       // token -> its index in its system's cutting order
+    std::vector<int32_t> ct[2];        // each system's tokens in cutting order
+    std::vector<double> cq[2], cp[2];  // their q and p
+    std::vector<double> total[2];  // measure left before each cut, rounded as the plan's cut does
+    System sys[2];
+    int64_t exact_outer = 0;  // outer windows that reach p(y); the rest is the capped suffix
+    Categorical res;          // the residual r = p - a
+};
+
+// The loads of the capped suffix: widths w[0..m) tiled from the end R is cut from (outer: the top),
+// the last taking what is left. R: segments by ascending level.
+inline void tile_loads(const std::vector<Seg>& R, const double* w, int64_t m, int n, double* load) {
+    int64_t s = static_cast<int64_t>(R.size()) - 1;
+    double hi = s >= 0 ? R[s].hi : 0.0;  // the top of what is left of segment s
+    for (int64_t k = 0; k < m; ++k) {
+        double need = w[k], ld = 0.0;
+        const bool last = k + 1 == m;
+        while (s >= 0 && (last || need > 0.0)) {
+            const double lo = last ? R[s].lo : std::max(R[s].lo, hi - need);
+            ld += level::diffpow(lo, hi, n);
+            need -= hi - lo;
+            hi = lo;
+            if (!(hi > R[s].lo)) {
+                if (--s >= 0) hi = R[s].hi;
+            } else if (!last) {
+                break;
+            }
+        }
+        load[k] = ld;
+    }
+}
+
+// The split, the cutting orders and the residual of one row. ws: dual_prefix's workspace.
+inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, DualWorkspace& ws) {
+    TupleRow r;
+    r.p = p;
+    r.q = q;
+    r.V = V;
+    r.n = n;
+    const DualResult dr = dual_prefix(p, q, V, n, Scheme::Iid, WorMethod::Auto, ws);
+    r.alpha_star = dr.alpha;
+    const std::vector<int32_t>& ord = ws.order;
+    const int64_t K = static_cast<int64_t>(ord.size()), ks = dr.k_star;
+    r.side.assign(V, Side::Never);
+    r.at.assign(V, -1);
+    double qH = 0.0, qA = 0.0;  // summed as OptimalIid::prepare sums them
+    for (int64_t k = 0; k < ks; ++k) qH += q[ord[k]];
+    for (int64_t k = ks; k < K; ++k) qA += q[ord[k]];
+    r.sys[0] = System{0.0, qH, n, true};
+    r.sys[1] = System{qH, qA, n, false};
+    for (int s = 0; s < 2; ++s) {
+        const int64_t m = s == 0 ? ks : K - ks;
+        r.ct[s].resize(m);
+        r.cq[s].resize(m);
+        r.cp[s].resize(m);
+        r.total[s].resize(m);
+        double left = s == 0 ? qH : qA;
+        for (int64_t k = 0; k < m; ++k) {
+            const int32_t y = s == 0 ? ord[ks - 1 - k] : ord[ks + k];
+            r.side[y] = s == 0 ? Side::Inner : Side::Outer;
+            r.at[y] = k;
+            r.ct[s][k] = y;
+            r.cq[s][k] = q[y];
+            r.cp[s][k] = p[y];
+            r.total[s][k] = left;
+            left = std::max(0.0, left - q[y]);
+        }
+    }
+    std::vector<double> res(V, 0.0);
+    for (int64_t y = 0; y < V; ++y)
+        if (r.side[y] == Side::Never) res[y] = p[y];
+    const int64_t mo = K - ks;
+    if (mo > 0) {
+        // the last token takes what is left (remaining() does not judge it): it always joins the tiling
+        (void)remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), mo - 1, nullptr, &r.exact_outer);
+        const int64_t e = r.exact_outer, mc = mo - e;
+        if (mc > 0) {
+            const std::vector<Seg> R = remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), e);
+            std::vector<double> load(static_cast<std::size_t>(mc));
+            tile_loads(R, r.cq[1].data() + e, mc, n, load.data());
+            for (int64_t k = 0; k < mc; ++k) res[ord[ks + e + k]] = std::max(0.0, r.cp[1][e + k] - load[k]);
+        }
+    }
+    r.res.build(res.data(), V);
+    return r;
+}
+
+// The race of one tuple: its handling system's distinct drafts, their windows and coins.
+struct TupleRace {
+    int m = 0;
+    std::vector<int32_t> toks;
+    std::vector<int> cnt;
+    std::vector<int64_t> b, e;  // pieces of toks[k]: [b[k], e[k]), by descending level
+    std::vector<double> lo, hi, suf;
+    std::vector<double> coin;  // by token id (law_chain's indexing); only the drafted ones are set
+    bool untouched = false;    // negative control for the tests: cut every window from the untouched levels
+    int buckets = 0;           // > 0: the levels before a draft by remaining_bucketed (no sort of the set)
+};
+
+// Cuts the windows of tuple t's drafts in the system that handles it.
+inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
+    w.toks.resize(r.n);
+    w.cnt.resize(r.n);
+    if (w.coin.size() != static_cast<std::size_t>(r.V)) w.coin.assign(r.V, 0.0);
+    for (int k = 0; k < w.m; ++k) w.coin[w.toks[k]] = 0.0;  // the previous tuple's
+    w.m = group_drafts(r.side, t, r.n, w.toks.data(), w.cnt.data());
+    w.b.resize(w.m);
+    w.e.resize(w.m);
+    w.lo.clear();
+    w.hi.clear();
+    std::vector<Seg> out;
+    for (int k = 0; k < w.m; ++k) {
+        const int32_t y = w.toks[k];
+        w.b[k] = static_cast<int64_t>(w.lo.size());
+        if (r.side[y] == Side::Never) {  // a tuple with a q = 0 draft (probability 0): no window
+            w.e[k] = w.b[k];
+            continue;
+        }
+        const int s = r.side[y] == Side::Inner ? 0 : 1;
+        const int64_t j = r.at[y], kpre = w.untouched ? 0 : j;
+        level::Levels L;
+        L.n = r.n;
+        L.from_bottom = s == 0;
+        L.iv = w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
+                             : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre);
+        if (s == 0) std::reverse(L.iv.begin(), L.iv.end());  // iv.back(): the end the cut starts from
+        L.total = r.total[s][kpre];
+        out.clear();
+        const bool last = j + 1 == static_cast<int64_t>(r.cq[s].size());
+        level::take_window(L, r.q[y], r.p[y], s == 0 ? +1 : -1, last, out);
+        std::sort(out.begin(), out.end(), [](const Seg& u, const Seg& v) { return u.lo > v.lo; });
+        double ld = 0.0;
+        for (const Seg& g : out) {
+            w.lo.push_back(g.lo);
+            w.hi.push_back(g.hi);
+            ld += level::diffpow(g.lo, g.hi, r.n);  // the load of the pieces as stored, as the plan
+        }
+        w.e[k] = static_cast<int64_t>(w.lo.size());
+        if (ld > 0.0) w.coin[y] = std::min(1.0, r.p[y] / ld);
+    }
+    w.suf.resize(w.lo.size());
+    for (int k = 0; k < w.m; ++k) {
+        double s = 0.0;
+        for (int64_t u = w.e[k] - 1; u >= w.b[k]; --u) {
+            s += w.hi[u] - w.lo[u];
+            w.suf[u] = s;
+        }
+    }
+}
+
+// The sampler: OptimalIid::walk's draws on the tuple's own windows.
+inline void walk(const TupleRow& r, const int32_t* t, TupleRace& w, SampleVisitor& vis) {
+    race(r, t, w);
+    double best = -1.0;
+    int32_t win = -1;
+    for (int d = 0; d < r.n; ++d) {
+        int k = 0;
+        while (k < w.m && w.toks[k] != t[d]) ++k;
+        if (k == w.m || w.b[k] == w.e[k]) continue;  // another system's draft, or no window
+        const int64_t piece = level::draw_piece(w.suf.data(), w.b[k], w.e[k], vis.rng.uniform());
+        if (w.lo[piece] > best) {
+            best = w.lo[piece];
+            win = t[d];
+        }
+    }
+    if (win >= 0 && vis.test(win, w.coin[win])) return;
+    vis.residual(r.res);
+}
+
+// The exact output law given the tuple: every branch of the same race (LawVisitor).
+inline void walk(const TupleRow& r, const int32_t* t, TupleRace& w, LawVisitor& vis) {
+    race(r, t, w);
+    std::vector<double> sel(static_cast<std::size_t>(std::max(1, w.m)));
+    if (w.m > 0)
+        level::race_win_probs(w.b.data(), w.e.data(), w.lo.data(), w.hi.data(), w.suf.data(), w.cnt.data(), w.m,
+                              sel.data());
+    law_chain(w.toks.data(), sel.data(), w.m, w.coin, r.res, vis);
+}
+
+}  // namespace mdsd::verif::shadow
