@@ -111,41 +111,43 @@ inline double pair_error(double hi, int64_t c) {
     return hi * (cc * (cc + 1.0)) * 0x1p-106 + 0x1p-1070;
 }
 
-// A double-double sum of non-negative terms, kept normalised (|lo| <= half an ulp of hi), with
-// err >= |exact sum - (hi + lo)|: each add rounds only in lo, and that rounding's error is
-// computed exactly (two_sum) and its size added to err. So err = 0 while nothing was lost, and
-// then hi is the exact sum rounded, ties included.
+// A double-double sum of non-negative terms: the exact sum is within err of hi + lo. Each add
+// rounds only in lo, and that rounding's error is computed exactly (two_sum) and its size added to
+// err: err = 0 while nothing was lost. lo is not renormalised (|lo| <= k u hi after k adds), so
+// the loop-carried chains are one add each; rounded() does the rest off them.
 struct DdSum {
     double hi = 0.0, lo = 0.0, err = 0.0;
 
     void add(double x) {
-        double s, t, l, e;
-        two_sum(hi, x, s, t);
-        two_sum(lo, t, l, e);
+        double t, e;
+        two_sum(hi, x, hi, t);
+        two_sum(lo, t, lo, e);
         err += std::fabs(e);
-        renorm(s, l);
     }
 
     // Adds another pair (h, l) whose exact value is within eh of h + l (pair_error).
     void add_pair(double h, double l, double eh) {
-        double s, t, l1, e1, l2, e2;
-        two_sum(hi, h, s, t);
+        double t, l1, e1, e2;
+        two_sum(hi, h, hi, t);
         two_sum(lo, l, l1, e1);
-        two_sum(l1, t, l2, e2);
+        two_sum(l1, t, lo, e2);
         err += std::fabs(e1) + std::fabs(e2) + eh;
-        renorm(s, l2);
     }
 
-    // The exact sum rounded to nearest-even, if the bound decides it: hi = fl(hi + lo), so the exact
-    // sum, within err of hi + lo, rounds to hi when it stays inside the half gaps to hi's two
-    // neighbours (the lower one is half as far at a power of two). Tiny sums (hi < 2^-960) are
-    // decided only when exact.
+    double approx() const { return hi + lo; }
+
+    // The exact sum rounded to nearest-even, if the bound decides it. r = fl(hi + lo) and hi + lo =
+    // r + d exactly; with err = 0 that is the exact sum and r its rounding, ties included. Otherwise
+    // the exact sum, within err of r + d, rounds to r when it stays inside the half gaps to r's two
+    // neighbours (the lower one is half as far at a power of two). Tiny sums (r < 2^-960) are
+    // decided only when err = 0.
     bool rounded(double& r) const {
-        r = hi;
-        if (err == 0.0) return true;  // hi + lo is the exact sum, and hi its rounding (renorm)
-        if (!(hi >= 0x1p-960 && hi < 0x1p1000)) return false;
+        double d;
+        two_sum(hi, lo, r, d);
+        if (err == 0.0) return true;
+        if (!(r >= 0x1p-960 && r < 0x1p1000)) return false;
         uint64_t b;
-        std::memcpy(&b, &hi, sizeof b);
+        std::memcpy(&b, &r, sizeof b);
         double below, above;
         --b;
         std::memcpy(&below, &b, sizeof below);
@@ -153,13 +155,7 @@ struct DdSum {
         std::memcpy(&above, &b, sizeof above);
         // the gaps are exact (Sterbenz); 2 err covers err's own roundings, (1 - 2^-50) this arithmetic
         const double e = 2.0 * err, k = 0.5 * (1.0 - 0x1p-50);
-        return lo + e < (above - hi) * k && -lo + e < (hi - below) * k;
-    }
-
-  private:
-    void renorm(double s, double l) {  // Fast2Sum: |s| >= |l| (non-negative terms), exact
-        hi = s + l;
-        lo = l - (hi - s);
+        return d + e < (above - r) * k && -d + e < (r - below) * k;
     }
 };
 

@@ -46,12 +46,25 @@ struct IidExactScan : IidBest {
 };
 
 // The same values from double-double sums: add() returns false when a rounding is undecided (the
-// scan is then void and the caller redoes it with IidExactScan).
+// scan is then void and the caller redoes it with IidExactScan). A prefix whose approximate F
+// clears the best value found by more than its error bound cannot be a new minimum and is not
+// rounded exactly (docs/theory.md §4.2.3): most of the sorted route's prefixes.
 struct IidFastScan : IidBest {
     DdSum P, S;
     bool add(double pi, double qi, int n) {
         P.add(pi);
         S.add(qi);
+        const double ap = P.approx(), as = S.approx();
+        if (P.err <= 0x1p-56 * ap && S.err <= 0x1p-56 * as) {
+            // |[P] - ap| <= 2 eps ap, |[S] - as| <= 2 eps as; ipow's products within (n - 1) u each:
+            // F within (3 + 4n) eps (ap + as^n) of its exact-sum value, here bounded 8x over.
+            const double an = ipow(as, n);
+            const double bound = 32.0 * (n + 1) * 0x1p-52 * (ap + an) + 0x1p-1000;
+            if ((ap - an) - bound > best) {
+                ++k;
+                return true;
+            }
+        }
         double rp, rs;
         if (!P.rounded(rp) || !S.rounded(rs)) return false;
         take(rp - ipow(rs, n));
