@@ -1,11 +1,14 @@
-"""alpha*_iid by bucket selection (cpp/include/mdsd/iid_select.hpp) against the full-sort route.
+"""alpha*_iid by bucket selection (cpp/include/mdsd/iid_select.hpp, iid_exact.hpp) against the
+full-sort route.
 
-The selection sorts only the prefix of the ratio order that provably holds the minimum of
-F(k) = P_k - S_k^n and scans it as the sorted route does, so alpha* and the certificate must be the
-same bits, not merely close. Each test compares the two routes of the same C++ kernel
-(``_core.dual_batch`` and ``_core._testing.dual_batch_sorted``) on the same validated arrays.
-Controls: a one-ulp change is caught; the rows are ones where the summation order changes the
-bits (so equal bits are evidence); the non-unimodal rows really have two local minima.
+F(k) = [P_k] - [S_k]^n with [.] the exact prefix mass rounded once, so F depends on the prefix's
+token set, and the selection sorts only the window of buckets that provably holds the minimiser;
+alpha* and the certificate must be the same bits as the sorted route's, not merely close. Each test
+compares the two routes of the same C++ kernel (``_core.dual_batch`` and
+``_core._testing.dual_batch_sorted``) on the same validated arrays, and the forced ExactSum path
+(``iid_select_kept(..., force_exact=True)``) where it says so. Controls: a one-ulp change is caught;
+the rows are ones where the summation order changes the bits of a plain sum (so equal bits are
+evidence); the non-unimodal rows really have two local minima.
 """
 
 from __future__ import annotations
@@ -159,14 +162,16 @@ def test_non_unimodal_rows(off_support: float) -> None:
         p2, q2, sel, srt = _routes(p, q, 2)
         assert _same(sel, srt)
         assert abs(sel[0][0] - (1.0 + F.min())) < 1e-12
-        kept, support, _ = _core._testing.iid_select_kept(p2, q2, 2)
+        kept, support, _, window, _, _, _ = _core._testing.iid_select_kept(p2, q2, 2)
         late = off_support > 0.1
         assert (kept[0] == support[0]) == late  # the later minimum is the whole support
+        assert window[0] < support[0] // 2  # and only a window of it was sorted
 
 
 def test_controls_one_ulp_and_summation_order() -> None:
-    """The comparison is strict enough: one ulp of alpha* fails it, and on these rows summing the
-    certificate's p in token order instead of ratio order changes the bits."""
+    """The comparison is strict enough: one ulp of alpha* fails it, and on these rows a plain sum of
+    the certificate's p in token order differs from one in ratio order (the bits the exact sums make
+    order-free)."""
     rng = np.random.default_rng(5)
     p, q = _llm_like(rng, 20_000)
     p2, q2, sel, srt = _routes(p, q, 4)
@@ -186,28 +191,88 @@ def test_fallback_on_overflowing_ratios_and_how_often() -> None:
     rescales the ratios). It fires there and on no row of the random suites."""
     rng = np.random.default_rng(9)
     P, Q = _tied_rows(rng, 400, 50)
-    _, _, fb = _core._testing.iid_select_kept(*as_pair(P, Q)[:2], 2)
+    _, _, fb, _, _, _, _ = _core._testing.iid_select_kept(*as_pair(P, Q)[:2], 2)
     assert fb.sum() == 0
     p, q = _llm_like(rng, 5000)
     q[:10] = 5e-324  # the smallest subnormal: p / q = inf
     q = q / q.sum()
     p2, q2, sel, srt = _routes(p, q, 3)
-    kept, support, fb = _core._testing.iid_select_kept(p2, q2, 3)
+    kept, support, fb, _, _, _, _ = _core._testing.iid_select_kept(p2, q2, 3)
     assert fb[0] and support[0] == 5000
     assert _same(sel, srt)
 
 
-def test_kept_prefix_is_short_of_the_support_on_llm_rows() -> None:
-    """What the selection saves: the kept prefix holds the certificate and, at n = 2 on LLM-like
-    rows, leaves out a good part of the support (the tokens the bound rules out)."""
+def test_window_is_a_small_part_of_the_support_on_llm_rows() -> None:
+    """What the selection saves: on LLM-like rows at V = 49,152 the sorted window is under 5 % of the
+    support at n = 2 / 4 / 8, order[0, kept) holds the certificate, and no row needs ExactSum."""
     rng = np.random.default_rng(21)
     P = np.empty((8, 49_152))
     Q = np.empty_like(P)
     for b in range(8):
         P[b], Q[b] = _llm_like(rng, 49_152)
     p2, q2, _ = as_pair(P, Q)
-    kept, support, fb = _core._testing.iid_select_kept(p2, q2, 2)
-    _, certs = _core.dual_batch(p2, q2, 2, "iid", "auto", True, 1)
-    assert not fb.any()
-    assert all(len(c) <= k for c, k in zip(certs, kept, strict=True))
-    assert (kept < 0.9 * support).all()
+    for n in (2, 4, 8):
+        kept, support, fb, window, exact, _, _ = _core._testing.iid_select_kept(p2, q2, n)
+        _, certs = _core.dual_batch(p2, q2, n, "iid", "auto", True, 1)
+        assert not fb.any() and not exact.any()
+        assert all(len(c) <= k for c, k in zip(certs, kept, strict=True))
+        assert (window < 0.05 * support).all()
+
+
+def test_forced_exact_sums_give_the_same_bits() -> None:
+    """The ExactSum path (the fast sums' fallback) forced on every row: the same alpha* and
+    certificate as the fast path and the sorted route, on tied rows and LLM-like rows; and the fast
+    path falls back by itself on at most 1 % of the tied rows, none of the LLM-like ones."""
+    rng = np.random.default_rng(33)
+    P, Q = _tied_rows(rng, 2_000, 24)
+    p2, q2, _ = as_pair(P, Q)
+    big = np.stack([_llm_like(rng, 20_000)[0], _llm_like(rng, 20_000)[1]])
+    pb, qb, _ = as_pair(big[:1], big[1:])
+    for p_, q_ in ((p2, q2), (pb, qb)):
+        for n in (1, 2, 5):
+            fast = _core._testing.iid_select_kept(p_, q_, n)
+            forced = _core._testing.iid_select_kept(p_, q_, n, True)
+            srt = _core._testing.dual_batch_sorted(p_, q_, n, "iid", "auto", True, 1)
+            ok = ~fast[2]
+            assert forced[4][ok].all()  # it did take ExactSum
+            assert np.array_equal(fast[5][ok].view(np.int64), forced[5][ok].view(np.int64))
+            assert np.array_equal(fast[5][ok].view(np.int64), np.asarray(srt[0])[ok].view(np.int64))
+            for r in np.flatnonzero(ok):
+                assert np.array_equal(fast[6][r], forced[6][r]) and np.array_equal(fast[6][r], srt[1][r])
+            assert fast[4].mean() <= (0.0 if p_ is pb else 0.01)
+
+
+def _ipow(x: float, n: int) -> float:
+    """bits.hpp's ipow (repeated squaring), in Python floats: the same IEEE products."""
+    r = 1.0
+    while n > 0:
+        if n & 1:
+            r *= x
+        x *= x
+        n >>= 1
+    return r
+
+
+def test_shipped_rows_against_fsum_at_the_certificate() -> None:
+    """An independent reference for the definition: at the returned certificate H, alpha* is
+    1 + (fsum(p(H)) - ipow(fsum(q(H)), n)) bit for bit (math.fsum is correctly rounded, like
+    ExactSum, by another algorithm), on shipped SmolLM2 rows. Control: the plain cumulative sum in
+    ratio order (the previous definition) misses those bits on most of these rows."""
+    import math
+
+    from mdsd_fast.data import load_dataset
+
+    ds = load_dataset()
+    p = np.asarray(ds.p[:40], dtype=np.float64)
+    q = np.asarray(ds.q[:40], dtype=np.float64)
+    p2, q2, _ = as_pair(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True))
+    differ = 0
+    for n in (1, 4, 8):
+        a, certs = _core.dual_batch(p2, q2, n, "iid", "auto", True, 1)
+        for r, H in enumerate(certs):
+            ref = min(1.0, 1.0 + (math.fsum(p2[r, H]) - _ipow(math.fsum(q2[r, H]), n)))
+            assert np.float64(ref).view(np.int64) == np.float64(a[r]).view(np.int64), (r, n)
+            ratio_ord = H[np.argsort(p2[r, H] / q2[r, H], kind="stable")]
+            plain = min(1.0, 1.0 + (np.cumsum(p2[r, ratio_ord])[-1] - _ipow(np.cumsum(q2[r, ratio_ord])[-1], n)))
+            differ += plain != ref
+    assert differ >= 40

@@ -3,6 +3,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,23 +90,33 @@ py::tuple dual_batch_sorted(const F64& p, const F64& q, int n, const std::string
     return dual_batch_route(p, q, n, scheme, wor_method, certificate, threads, mdsd::IidRoute::Sorted);
 }
 
-// Per row of validated (B, V) arrays: (tokens the iid selection sorted, |supp q|, whether the
-// row fell back to the sorted route).
-py::tuple iid_select_kept(const F64& p, const F64& q, int n) {
+// Per row of validated (B, V) arrays, the iid selection's bookkeeping: (tokens in order[0, kept),
+// |supp q|, whether the row fell back to the sorted route (overflow), tokens in the window, whether
+// ExactSum gave the bits, alpha*, the certificate). `force_exact` takes the ExactSum path (tests).
+py::tuple iid_select_kept(const F64& p, const F64& q, int n, bool force_exact) {
     if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
         throw std::invalid_argument("p, q: expected two C-contiguous float64 arrays of the same shape (B, V)");
     if (n < 1) throw std::invalid_argument("n: must be >= 1");
     const int64_t B = p.shape(0), V = p.shape(1);
-    py::array_t<int64_t> kept(B), support(B);
-    py::array_t<bool> fallback(B);
+    py::array_t<int64_t> kept(B), support(B), window(B);
+    py::array_t<bool> fallback(B), exact(B);
+    py::array_t<double> alpha(B);
+    py::list certs;
     mdsd::DualWorkspace ws;
     for (int64_t r = 0; r < B; ++r) {
-        const mdsd::IidSelectResult s = mdsd::iid_select(p.data() + r * V, q.data() + r * V, V, n, ws.sel, ws.order);
+        const mdsd::IidSelectResult s =
+            mdsd::iid_select_fast(p.data() + r * V, q.data() + r * V, V, n, ws.sel, ws.order, true, force_exact);
         kept.mutable_data()[r] = s.kept;
         support.mutable_data()[r] = s.support;
         fallback.mutable_data()[r] = s.fallback;
+        window.mutable_data()[r] = s.window;
+        exact.mutable_data()[r] = s.exact_sums;
+        alpha.mutable_data()[r] = std::min(1.0, 1.0 + s.best);
+        std::vector<int64_t> h(ws.order.begin(), ws.order.begin() + s.k_star);
+        std::sort(h.begin(), h.end());
+        certs.append(py::array_t<int64_t>(static_cast<py::ssize_t>(h.size()), h.data()));
     }
-    return py::make_tuple(kept, support, fallback);
+    return py::make_tuple(kept, support, fallback, window, exact, alpha, certs);
 }
 
 }  // namespace
@@ -114,9 +125,10 @@ void register_dual_testing(py::module_& t) {
     t.def("dual_batch_sorted", &dual_batch_sorted, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"),
           py::arg("wor_method") = "auto", py::arg("certificate") = false, py::arg("threads") = 0,
           "dual_batch with the iid minimum found by a full ratio sort (the reference route of the selection).");
-    t.def("iid_select_kept", &iid_select_kept, py::arg("p"), py::arg("q"), py::arg("n"),
-          "Per row of validated (B, V) arrays: (tokens the iid selection sorted and scanned, |supp q|, whether it\n"
-          "fell back to the sorted route: some p / q overflowed).");
+    t.def("iid_select_kept", &iid_select_kept, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("force_exact") = false,
+          "Per row of validated (B, V) arrays: (tokens below the window and in it, |supp q|, whether it fell back\n"
+          "to the sorted route (some p / q overflowed), tokens in the window, whether ExactSum gave the bits,\n"
+          "alpha*, the certificate). force_exact takes the ExactSum path; alpha* is meaningless on fallback rows.");
 }
 
 void register_dual(py::module_& m) {

@@ -1,6 +1,6 @@
 // The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (docs/theory.md §3.2), solved by the
-// sorted-prefix scan for q-convex schemes (iid, wor; §4.2; iid by bucket selection instead of a
-// full sort, §4.2.1 and iid_select.hpp), by the closed form for greedy (§5), as
+// sorted-prefix scan for q-convex schemes (iid, wor; §4.2; iid with order-independent sums and
+// by bucket selection instead of a full sort, §4.2.1-§4.2.3, iid_exact.hpp), by the closed form for greedy (§5), as
 // p(T) for topk drafts and through the split pair for mixed drafts (§5.2, scheme.hpp).
 // Every kernel reports the certificate H: the token set attaining the minimum.
 #pragma once
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "mdsd/bits.hpp"
-#include "mdsd/iid_select.hpp"
+#include "mdsd/iid_exact.hpp"
 #include "mdsd/order.hpp"
 #include "mdsd/scheme.hpp"
 #include "mdsd/wor.hpp"
@@ -34,9 +34,10 @@ struct DualResult {
     int64_t k_star = 0;  // iid / wor: the certificate is order[0, k_star)
 };
 
-// How dual_alpha finds the iid minimum: Select (iid_select.hpp, the default) or Sorted (a full
-// ratio sort, dual_prefix). The two give the same bits; Sorted is kept for the tests and for
-// callers that need the whole order (the optimal iid verifier).
+// How dual_alpha finds the iid minimum: Select (iid_select_fast, the default) or Sorted (a full
+// ratio sort, dual_prefix). The two give the same bits (F is a function of the prefix's token set,
+// iid_exact.hpp); Sorted is kept for the tests and for callers that need the whole order (the
+// optimal iid verifier).
 enum class IidRoute { Select, Sorted };
 
 // alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (docs/theory.md §5)
@@ -64,7 +65,8 @@ inline double dual_greedy(const double* p, const double* q, int64_t V, int n, st
     return std::min(acc, 1.0);
 }
 
-// The sorted-prefix scan for iid and wor. F(k) = P_k - Q(H_k); alpha* = 1 + min_k F(k).
+// The sorted-prefix scan for iid and wor. F(k) = P_k - Q(H_k); alpha* = 1 + min_k F(k). For iid
+// (any scheme at n = 1) P_k and S_k are the exact prefix masses rounded once (iid_scan_order).
 // For wor, Q_wor(H) <= q(H)^n gives the lower bound F(k) >= P_k - S_k^n; prefixes whose bound
 // cannot beat the best value found are not evaluated, and the scan stops once no later prefix can.
 inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
@@ -76,8 +78,8 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
     double best = 0.0;
     int64_t kbest = 0;
     if (scheme == Scheme::Iid || n == 1) {
-        IidScan scan;
-        for (int64_t k = 0; k < K; ++k) scan.add(p[ord[k]], q[ord[k]], n);
+        bool exact_sums;
+        const IidBest scan = iid_scan_order(p, q, ord, K, n, exact_sums);
         res.alpha = std::min(1.0, 1.0 + scan.best);
         res.k_star = scan.kbest;
         return res;
@@ -167,12 +169,13 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
 }
 
 // dual_prefix, with the iid case (any scheme at n = 1) by selection unless `route` says Sorted.
-// ws.order then holds the first k_star tokens of the ratio order (and maybe more), not all K.
+// ws.order then holds the certificate's tokens first (order[0, k_star), not in ratio order) and
+// maybe more, not all K; without `want_order` (no certificate asked for) it holds nothing useful.
 inline DualResult dual_prefix_routed(const double* p, const double* q, int64_t V, int n, Scheme scheme, WorMethod wm,
-                                     DualWorkspace& ws, IidRoute route) {
+                                     DualWorkspace& ws, IidRoute route, bool want_order = true) {
     if (route == IidRoute::Sorted || !(scheme == Scheme::Iid || n == 1) || n < 1)
         return dual_prefix(p, q, V, n, scheme, wm, ws);
-    const IidSelectResult r = iid_select(p, q, V, n, ws.sel, ws.order);
+    const IidSelectResult r = iid_select_fast(p, q, V, n, ws.sel, ws.order, want_order);
     if (r.fallback) return dual_prefix(p, q, V, n, scheme, wm, ws);
     DualResult res;
     res.alpha = std::min(1.0, 1.0 + r.best);
@@ -194,7 +197,7 @@ inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Dra
         return std::min(pT, 1.0);
     }
     if (!ds.mixed()) {
-        DualResult r = dual_prefix_routed(p, q, V, n, ds.kind, wm, ws, route);
+        DualResult r = dual_prefix_routed(p, q, V, n, ds.kind, wm, ws, route, cert != nullptr);
         if (cert) {
             cert->assign(ws.order.begin(), ws.order.begin() + r.k_star);
             std::sort(cert->begin(), cert->end());
@@ -206,7 +209,7 @@ inline double dual_alpha(const double* p, const double* q, int64_t V, int n, Dra
                                     std::to_string(ds.top) + ", n = " + std::to_string(n));
     TopSplit& sp = ws.split;
     sp.build(p, q, V, ds.top, n - ds.top, ds.kind);
-    DualResult r = dual_prefix_routed(sp.p.data(), sp.q.data(), V, n - ds.top, ds.kind, wm, ws, route);
+    DualResult r = dual_prefix_routed(sp.p.data(), sp.q.data(), V, n - ds.top, ds.kind, wm, ws, route, cert != nullptr);
     if (cert) {  // H = T u the split pair's certificate (which never holds t0: q(t0) = 0)
         cert->assign(sp.T.begin(), sp.T.end());
         cert->insert(cert->end(), ws.order.begin(), ws.order.begin() + r.k_star);

@@ -9,6 +9,10 @@
 // 32-bit chunks in int64 words with lazy carries (the "small superaccumulator" of R. M. Neal,
 // 2015, "Fast exact summation using small and large superaccumulators"): an add touches two
 // words; the carries are propagated every kCarryEvery adds, before any word can overflow.
+//
+// DdSum is the fast path to the same bits: a double-double sum with a rigorous error bound. Its
+// rounding is the exact sum's whenever the bound keeps the true sum off a rounding midpoint;
+// when it does not, rounded() says so and the caller uses ExactSum (docs/theory.md §4.2.3).
 #pragma once
 
 #include <algorithm>
@@ -88,6 +92,71 @@ class ExactSum {
 
     int64_t c_[kChunks] = {};
     int lo_ = kChunks, hi_ = -1, adds_ = 0;
+};
+
+// a + b = s + t exactly, s = fl(a + b) (Knuth's TwoSum; exact with subnormals too, no FMA needed).
+inline void two_sum(double a, double b, double& s, double& t) {
+    s = a + b;
+    const double bb = s - a;
+    t = (a - (s - bb)) + (b - bb);
+}
+
+// The a priori error of a bucket's pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi,
+// x); lo += t` (sel_window): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and
+// the j-th rounding of lo is within u |lo|: u^2 hi c (c + 1) / 2 in all, doubled for the rounding of
+// this product, plus 2^-1070 for its underflow. The first two adds to lo are exact (to zero).
+inline double pair_error(double hi, int64_t c) {
+    if (c <= 2) return 0.0;
+    const double cc = static_cast<double>(c);
+    return hi * (cc * (cc + 1.0)) * 0x1p-106 + 0x1p-1070;
+}
+
+// A double-double sum of non-negative terms: the exact sum is within err of hi + lo. Each add
+// rounds only in lo, and that rounding's error is computed exactly (two_sum) and its size added to
+// err: err = 0 while nothing was lost. lo is not renormalised (|lo| <= k u hi after k adds), so
+// the loop-carried chains are one add each; rounded() does the rest off them.
+struct DdSum {
+    double hi = 0.0, lo = 0.0, err = 0.0;
+
+    void add(double x) {
+        double t, e;
+        two_sum(hi, x, hi, t);
+        two_sum(lo, t, lo, e);
+        err += std::fabs(e);
+    }
+
+    // Adds another pair (h, l) whose exact value is within eh of h + l (pair_error).
+    void add_pair(double h, double l, double eh) {
+        double t, l1, e1, e2;
+        two_sum(hi, h, hi, t);
+        two_sum(lo, l, l1, e1);
+        two_sum(l1, t, lo, e2);
+        err += std::fabs(e1) + std::fabs(e2) + eh;
+    }
+
+    double approx() const { return hi + lo; }
+
+    // The exact sum rounded to nearest-even, if the bound decides it. r = fl(hi + lo) and hi + lo =
+    // r + d exactly; with err = 0 that is the exact sum and r its rounding, ties included. Otherwise
+    // the exact sum, within err of r + d, rounds to r when it stays inside the half gaps to r's two
+    // neighbours (the lower one is half as far at a power of two). Tiny sums (r < 2^-960) are
+    // decided only when err = 0.
+    bool rounded(double& r) const {
+        double d;
+        two_sum(hi, lo, r, d);
+        if (err == 0.0) return true;
+        if (!(r >= 0x1p-960 && r < 0x1p1000)) return false;
+        uint64_t b;
+        std::memcpy(&b, &r, sizeof b);
+        double below, above;
+        --b;
+        std::memcpy(&below, &b, sizeof below);
+        b += 2;
+        std::memcpy(&above, &b, sizeof above);
+        // the gaps are exact (Sterbenz); 2 err covers err's own roundings, (1 - 2^-50) this arithmetic
+        const double e = 2.0 * err, k = 0.5 * (1.0 - 0x1p-50);
+        return d + e < (above - r) * k && -d + e < (r - below) * k;
+    }
 };
 
 }  // namespace mdsd

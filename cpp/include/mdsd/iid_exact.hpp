@@ -1,13 +1,15 @@
-// alpha*_iid with order-independent sums (docs/theory.md §4.2.2): F(k) = [P_k] - [S_k]^n, [x] the
-// exact prefix mass rounded once (exact_sum.hpp). Then F(k) depends on the prefix's token SET,
-// not on the order it was summed in, and the selection route need not sort the prefix: only the
-// buckets that can hold the minimiser (the window [bfirst, bcut] of sel_window) are sorted and
-// scanned; every token before the window is summed unsorted.
+// alpha*_iid with order-independent sums (docs/theory.md §4.2.2, §4.2.3): F(k) = [P_k] - [S_k]^n,
+// [x] the exact prefix mass rounded once (exact_sum.hpp). F(k) then depends on the prefix's token
+// SET, not on the order it was summed in, so the selection need not sort the prefix: only the
+// window of buckets that can hold the minimiser (sel_window) is sorted and scanned; every token
+// before it is summed unsorted.
 //
-// Two routes, bit-identical to each other (alpha* and certificate):
-//   * iid_exact_sorted: the full ratio sort (ratio_order), F at every prefix -- the reference;
-//   * iid_select_exact: the selection.
-// Not yet wired into dual_alpha (it changes the shipped alpha* by up to ~1 ulp; see CHANGELOG).
+// The routes, bit-identical to each other (alpha* and certificate):
+//   * iid_scan_order: every prefix of a given ratio order (dual_prefix, the sorted route);
+//   * iid_select_fast: the selection (dual_alpha's default route);
+//   * iid_exact_sorted, iid_select_exact: the same with ExactSum at every step (the references,
+//     and the fallbacks' arithmetic).
+// The fast routes get [.] from DdSum and hand a row to ExactSum when a rounding is undecided.
 #pragma once
 
 #include <cstdint>
@@ -20,17 +22,12 @@
 
 namespace mdsd {
 
-// The exact-sum prefix scan shared by both routes: best = min(0, min_k F(k)), kbest the first
-// minimiser (prefix sizes counted from the base the scan starts at).
-struct IidExactScan {
-    ExactSum P, S;
+// Tracks min(0, min_k F(k)) and its first minimiser k (prefix sizes counted from `k`'s start).
+struct IidBest {
     double best = 0.0;
     int64_t k = 0, kbest = 0;
-    void add(double pi, double qi, int n) {
-        P.add(pi);
-        S.add(qi);
+    void take(double F) {
         ++k;
-        const double F = P.value() - ipow(S.value(), n);
         if (F < best) {
             best = F;
             kbest = k;
@@ -38,7 +35,61 @@ struct IidExactScan {
     }
 };
 
-// The reference: every prefix of the full ratio order. order = the whole order (kept = K).
+// The exact-sum prefix scan: ExactSum rounded at every prefix (~70 ns a token).
+struct IidExactScan : IidBest {
+    ExactSum P, S;
+    void add(double pi, double qi, int n) {
+        P.add(pi);
+        S.add(qi);
+        take(P.value() - ipow(S.value(), n));
+    }
+};
+
+// The same values from double-double sums: add() returns false when a rounding is undecided (the
+// scan is then void and the caller redoes it with IidExactScan). A prefix whose approximate F
+// clears the best value found by more than its error bound cannot be a new minimum and is not
+// rounded exactly (docs/theory.md §4.2.3): most of the sorted route's prefixes.
+struct IidFastScan : IidBest {
+    DdSum P, S;
+    bool add(double pi, double qi, int n) {
+        P.add(pi);
+        S.add(qi);
+        const double ap = P.approx(), as = S.approx();
+        if (P.err <= 0x1p-56 * ap && S.err <= 0x1p-56 * as) {
+            // |[P] - ap| <= 2 eps ap, |[S] - as| <= 2 eps as; ipow's products within (n - 1) u each:
+            // F within (3 + 4n) eps (ap + as^n) of its exact-sum value, here bounded 8x over.
+            const double an = ipow(as, n);
+            const double bound = 32.0 * (n + 1) * 0x1p-52 * (ap + an) + 0x1p-1000;
+            if ((ap - an) - bound > best) {
+                ++k;
+                return true;
+            }
+        }
+        double rp, rs;
+        if (!P.rounded(rp) || !S.rounded(rs)) return false;
+        take(rp - ipow(rs, n));
+        return true;
+    }
+};
+
+// The sorted route's scan over order[0, K): min(0, min_k F(k)) and the first minimiser.
+// `exact_sums` reports a fallback to ExactSum; `force_exact` takes it (tests).
+inline IidBest iid_scan_order(const double* p, const double* q, const int32_t* ord, int64_t K, int n, bool& exact_sums,
+                              bool force_exact = false) {
+    exact_sums = false;
+    if (!force_exact) {
+        IidFastScan fast;
+        int64_t k = 0;
+        while (k < K && fast.add(p[ord[k]], q[ord[k]], n)) ++k;
+        if (k == K) return fast;
+    }
+    exact_sums = true;
+    IidExactScan scan;
+    for (int64_t k = 0; k < K; ++k) scan.add(p[ord[k]], q[ord[k]], n);
+    return scan;
+}
+
+// The reference: ExactSum at every prefix of the full ratio order. order = the whole order.
 inline IidSelectResult iid_exact_sorted(const double* p, const double* q, int64_t V, int n, OrderWorkspace& ows,
                                         std::vector<int32_t>& order) {
     IidSelectResult res;
@@ -47,61 +98,95 @@ inline IidSelectResult iid_exact_sorted(const double* p, const double* q, int64_
     for (int64_t k = 0; k < K; ++k) scan.add(p[order[k]], q[order[k]], n);
     res.best = scan.best;
     res.k_star = scan.kbest;
-    res.kept = res.support = K;
+    res.kept = res.window = res.support = K;
+    res.exact_sums = true;
     return res;
 }
 
-// The selection: order[0, kept) = the tokens below the window (in token order), then the window's
-// tokens in ratio order; the certificate is order[0, k_star), the same SET as iid_exact_sorted's.
-// `fallback`: p / q overflowed (subnormal q); use iid_exact_sorted.
-inline IidSelectResult iid_select_exact(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws,
-                                        std::vector<int32_t>& order) {
-    using Item = IidSelectWorkspace::Item;
+// The window's scan after sel_gather, with ExactSum: the tokens below the window (bucket <
+// bfirst) in token order, then the window's m sorted tokens.
+inline IidBest select_scan_exact(const double* p, const double* q, int64_t V, int n, const IidSelectWorkspace& ws,
+                                 int64_t bfirst, int64_t m0, int64_t m) {
+    IidExactScan scan;
+    const uint16_t* bkt = ws.bkt.data();
+    for (int64_t i = 0; i < V; ++i) {
+        if (bkt[i] < bfirst) {
+            scan.P.add(p[i]);
+            scan.S.add(q[i]);
+        }
+    }
+    scan.k = m0;
+    for (int64_t j = 0; j < m; ++j) scan.add(ws.items[j].p, ws.items[j].q, n);
+    return scan;
+}
+
+// The same with DdSum: the tokens below the window come as the buckets' pairs (pass one), so no
+// token outside the window is read again -- except on short rows, where exact ties are common and
+// the pairs' a priori bound would refuse them: there the tokens are summed again, with err exact.
+// Returns false if a rounding is undecided.
+inline bool select_scan_fast(const double* p, const double* q, int64_t V, int n, const IidSelectWorkspace& ws,
+                             int64_t bfirst, int64_t m0, int64_t m, IidBest& out) {
+    IidFastScan scan;
+    if (V <= 4096) {
+        const uint16_t* bkt = ws.bkt.data();
+        for (int64_t i = 0; i < V; ++i) {
+            if (bkt[i] < bfirst) {
+                scan.P.add(p[i]);
+                scan.S.add(q[i]);
+            }
+        }
+    } else {
+        for (int64_t b = 0; b < bfirst; ++b) {
+            const uint32_t c = ws.cnt[b];
+            if (c == 0) continue;
+            const IidSelectWorkspace::Mass& ms = ws.mass[b];
+            scan.P.add_pair(ms.hp, ms.lp, pair_error(ms.hp, c));
+            scan.S.add_pair(ms.hq, ms.lq, pair_error(ms.hq, c));
+        }
+    }
+    scan.k = m0;
+    for (int64_t j = 0; j < m; ++j)
+        if (!scan.add(ws.items[j].p, ws.items[j].q, n)) return false;
+    out = scan;
+    return true;
+}
+
+// The selection. With `want_order`, order[0, kept) = the tokens below the window (token order),
+// then the window in ratio order, and the certificate is order[0, k_star), the same SET as the
+// sorted route's; without, only k_star is meaningful (no certificate asked for).
+// `fallback`: p / q overflowed (subnormal q); use the sorted route. `force_exact`: take ExactSum.
+inline IidSelectResult iid_select_fast(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws,
+                                       std::vector<int32_t>& order, bool want_order = true, bool force_exact = false) {
     IidSelectResult res;
     order.clear();
     int64_t bfirst, bcut;
     sel_window(p, q, V, n, ws, res, bfirst, bcut);
     if (res.fallback || bcut < 0) return res;  // bcut < 0: no prefix beats the empty one
-    const uint64_t* keys = ws.keys.data();
-    uint32_t* cnt = ws.cnt.data();
-    const uint64_t kstart = bfirst == 0 ? 0 : key_bits(sel_bucket_floor(bfirst));
-    const uint64_t kend = bcut + 1 == kSelBuckets ? kNoKey : key_bits(sel_bucket_floor(bcut + 1));
-    int64_t m = 0;
-    for (int64_t b = bfirst; b <= bcut; ++b) {
-        const uint32_t c = cnt[b];
-        cnt[b] = static_cast<uint32_t>(m);
-        m += c;
-    }
-    ws.items.resize(m);
-    order.resize(res.support);
-    Item* it = ws.items.data();
-    IidExactScan scan;
     int64_t m0 = 0;
-    for (int64_t i = 0; i < V; ++i) {
-        const uint64_t key = keys[i];
-        if (key < kstart) {  // below the window: in every candidate prefix
-            scan.P.add(p[i]);
-            scan.S.add(q[i]);
-            order[m0++] = static_cast<int32_t>(i);
-        } else if (key < kend) {
-            it[cnt[sel_bucket(key)]++] = {key, p[i], q[i], static_cast<int32_t>(i)};
-        }
+    for (int64_t b = 0; b < bfirst; ++b) m0 += ws.cnt[b];
+    if (want_order) order.resize(res.support);
+    int64_t m0w = 0;
+    const int64_t m = sel_gather(p, q, V, ws, bfirst, bcut, want_order ? order.data() : nullptr, m0w);
+    IidBest best;
+    if (force_exact || !select_scan_fast(p, q, V, n, ws, bfirst, m0, m, best)) {
+        res.exact_sums = true;
+        best = select_scan_exact(p, q, V, n, ws, bfirst, m0, m);
     }
-    scan.k = m0;
-    for (int64_t b = bfirst, lo = 0; b <= bcut; lo = cnt[b], ++b) {
-        const int64_t s = cnt[b] - lo;
-        Item* a = it + lo;
-        sort_bucket(a, s, b == 0 || b + 1 == kSelBuckets, ws);
-        for (int64_t j = 0; j < s; ++j) {
-            order[m0 + lo + j] = a[j].idx;
-            scan.add(a[j].p, a[j].q, n);
-        }
+    if (want_order) {
+        for (int64_t j = 0; j < m; ++j) order[m0 + j] = ws.items[j].idx;
+        order.resize(m0 + m);
     }
-    order.resize(m0 + m);
-    res.best = scan.best;
-    res.k_star = scan.kbest;
+    res.best = best.best;
+    res.k_star = best.kbest;
     res.kept = m0 + m;
+    res.window = m;
     return res;
+}
+
+// The exact-sum selection (ExactSum throughout): iid_select_fast's arithmetic fallback, as a route.
+inline IidSelectResult iid_select_exact(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws,
+                                        std::vector<int32_t>& order) {
+    return iid_select_fast(p, q, V, n, ws, order, true, true);
 }
 
 }  // namespace mdsd

@@ -1,13 +1,12 @@
-// alpha*_iid without the full sort (docs/theory.md §4.2.1).
+// The bucket selection behind alpha*_iid (docs/theory.md §4.2.1-§4.2.3).
 //
-// alpha* = 1 + min_k F(k), F(k) = P_k - S_k^n over the prefixes of the ratio order (P_k, S_k: the
-// prefix's p and q mass). The sorted route sorts the whole support. Here one pass puts every
-// token in a coarse bucket of the ratio (1/32 of a binade) and sums each bucket's p and q; a
-// lower bound on F over the prefixes ending inside each bucket proves which buckets cannot hold
-// the minimum (every bucket is bounded, so F need not be unimodal), and only the buckets up to
-// the last one that can are sorted (a counting sort on finer bits, then one insertion pass) and
-// scanned. The scan over that prefix is the sorted route's scan on the same tokens in the same
-// order, so alpha* and the certificate are the same bits.
+// alpha* = 1 + min_k F(k), F(k) = [P_k] - [S_k]^n over the prefixes of the ratio order, [.] the
+// exact prefix mass rounded once (exact_sum.hpp), so F depends on the prefix's token set only.
+// One pass puts every token in a coarse bucket of the ratio (1/32 of a binade) and sums each
+// bucket's p and q (as double-double pairs); a lower bound on F over the prefixes ending inside each
+// bucket proves which buckets cannot hold the minimiser (every bucket is bounded, so F need not be
+// unimodal). What is left, the window [bfirst, bcut], is gathered and sorted here; iid_exact.hpp
+// scans it.
 #pragma once
 
 #include <algorithm>
@@ -18,26 +17,10 @@
 #include <vector>
 
 #include "mdsd/bits.hpp"
+#include "mdsd/exact_sum.hpp"
 #include "mdsd/order.hpp"
 
 namespace mdsd {
-
-// The iid prefix scan, shared by the sorted route (dual_prefix) and this one: tokens in ratio
-// order go through add(); best = min(0, min_k F(k)) and kbest its first minimiser.
-struct IidScan {
-    double P = 0.0, S = 0.0, best = 0.0;
-    int64_t k = 0, kbest = 0;
-    void add(double pi, double qi, int n) {
-        P += pi;
-        S += qi;
-        ++k;
-        const double F = P - ipow(S, n);
-        if (F < best) {
-            best = F;
-            kbest = k;
-        }
-    }
-};
 
 // Coarse buckets: 1/32 of a binade of the ratio (the top 16 bits of its key) between 2^-64 and
 // 2^64, one bucket below (p = 0 included) and one above.
@@ -60,27 +43,32 @@ inline double sel_bucket_floor(int64_t b) {
     return r;
 }
 
+constexpr uint16_t kNoBucket = 0xffff;  // off the support (q = 0)
+
 struct IidSelectWorkspace {
-    struct Item {  // p and q ride along, so the scan reads the kept tokens in order (no gathers)
+    struct Item {  // p and q ride along, so the scan reads the window in order (no gathers)
         uint64_t key;
         double p, q;
         int32_t idx;
     };
-    std::vector<uint64_t> keys;  // per token; kNoKey off the support
-    std::vector<uint32_t> cnt;   // tokens per coarse bucket, then each one's end in `items`
-    std::vector<double> bp, bq;  // p and q mass per coarse bucket (for the bounds only)
+    struct Mass {  // a bucket's p and q as double-double pairs (hp, hq alone: the plain sums)
+        double hp, lp, hq, lq;
+    };
+    std::vector<uint16_t> bkt;  // per token: its coarse bucket, kNoBucket off the support
+    std::vector<uint32_t> cnt;  // tokens per coarse bucket, then each window bucket's end in `items`
+    std::vector<Mass> mass;
     std::vector<Item> items, tmp;
     std::vector<uint32_t> fine;  // one bucket's counting sort
 };
 
-constexpr uint64_t kNoKey = ~uint64_t{0};  // above every finite ratio's key
-
 struct IidSelectResult {
-    double best = 0.0;      // min(0, min_k F(k)), the sorted route's value bit for bit
-    int64_t k_star = 0;     // the certificate is order[0, k_star)
-    int64_t kept = 0;       // tokens sorted and scanned: order[0, kept)
-    int64_t support = 0;    // K = |supp q|
-    bool fallback = false;  // some p / q overflowed (subnormal q): use the sorted route
+    double best = 0.0;       // min(0, min_k F(k)), the sorted route's value bit for bit
+    int64_t k_star = 0;      // the certificate is order[0, k_star)
+    int64_t kept = 0;        // order[0, kept): the tokens below the window, then the window sorted
+    int64_t window = 0;      // tokens in the window (sorted and scanned)
+    int64_t support = 0;     // K = |supp q|
+    bool fallback = false;   // some p / q overflowed (subnormal q): use the sorted route
+    bool exact_sums = false; // a rounding the fast sums could not decide: ExactSum gave the bits
 };
 
 inline bool item_less(const IidSelectWorkspace::Item& x, const IidSelectWorkspace::Item& y) {
@@ -131,36 +119,55 @@ inline void sort_bucket(IidSelectWorkspace::Item* a, int64_t s, bool end_bucket,
     }
 }
 
-// The first pass and the bounds, shared by both selection routes: fills ws (keys, bucket counts
-// and masses), res.support and res.fallback, and [bfirst, bcut], the buckets that can hold the
-// minimiser (bcut < 0: none, alpha* = 1 and H empty). Every bucket outside is proven not to.
+// The first pass and the bounds: fills ws (buckets, their counts and masses), res.support and
+// res.fallback, and [bfirst, bcut], the buckets that can hold the first minimiser (bcut < 0: none,
+// alpha* = 1 and H empty). Every prefix ending outside is proven to have F above the minimum.
+// One fused pass per token: the division, the bucket, the two pairs (docs/theory.md §4.2.3).
 inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws, IidSelectResult& res,
                        int64_t& bfirst, int64_t& bcut) {
+    using Mass = IidSelectWorkspace::Mass;
     bfirst = -1;
     bcut = -1;
-    ws.keys.resize(V);
+    ws.bkt.resize(V);
     ws.cnt.assign(kSelBuckets, 0);
-    ws.bp.assign(kSelBuckets, 0.0);
-    ws.bq.assign(kSelBuckets, 0.0);
-    uint64_t* keys = ws.keys.data();
+    ws.mass.assign(kSelBuckets, Mass{0.0, 0.0, 0.0, 0.0});
+    uint16_t* bkt = ws.bkt.data();
     uint32_t* cnt = ws.cnt.data();
-    double* bp = ws.bp.data();
-    double* bq = ws.bq.data();
+    Mass* ms = ws.mass.data();
+    // Blocks that stay in L1: first the division and the bucket of every token (no stores but bkt,
+    // so it vectorises), then the counts and pairs from the block's p, q and bkt, still in cache.
+    constexpr int64_t kBlock = 1024;
+    // The clamps put ratios below 2^-64 (and p = 0) in bucket 0 and those from 2^64 on in the last
+    // one, as sel_bucket does; `off` is a key whose digit gives kNoBucket (q = 0: r is inf or NaN).
+    const double rlo = std::nextafter(0x1p-64, 0.0), rhi = 0x1p64;
+    const uint64_t off = (uint64_t{kNoBucket} + kSelLo - 1) << kSelShift;
     bool overflow = false;
     int64_t K = 0;
-    for (int64_t i = 0; i < V; ++i) {
-        if (!(q[i] > 0.0)) {
-            keys[i] = kNoKey;
-            continue;
+    for (int64_t i0 = 0; i0 < V; i0 += kBlock) {
+        const int64_t i1 = std::min(V, i0 + kBlock);
+        double rmax = 0.0;
+        for (int64_t i = i0; i < i1; ++i) {
+            const double r = p[i] / q[i];
+            const bool on = q[i] > 0.0;
+            rmax = on && r > rmax ? r : rmax;
+            const uint64_t key = on ? key_bits(std::min(std::max(r, rlo), rhi)) : off;
+            bkt[i] = static_cast<uint16_t>((key >> kSelShift) - (kSelLo - 1));
         }
-        const double r = p[i] / q[i];
-        overflow |= r > std::numeric_limits<double>::max();
-        keys[i] = key_bits(r);
-        const int64_t b = sel_bucket(keys[i]);
-        ++cnt[b];
-        bp[b] += p[i];
-        bq[b] += q[i];
-        ++K;
+        overflow |= rmax > std::numeric_limits<double>::max();
+        for (int64_t i = i0; i < i1; ++i) {
+            const uint16_t b = bkt[i];
+            if (b == kNoBucket) continue;
+            ++cnt[b];
+            Mass& m = ms[b];
+            double s, t;
+            two_sum(m.hp, p[i], s, t);  // s is the plain sum's next value: hp is the plain sum
+            m.hp = s;
+            m.lp += t;
+            two_sum(m.hq, q[i], s, t);
+            m.hq = s;
+            m.lq += t;
+            ++K;
+        }
     }
     res.support = K;
     if (overflow) {  // ratio_order's rescaled keys: leave those rows to it
@@ -172,13 +179,13 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
     double ub = 0.0, Ptot = 0.0, Stot = 0.0;
     for (int64_t b = 0; b < kSelBuckets; ++b) {
         if (cnt[b] == 0) continue;
-        Ptot += bp[b];
-        Stot += bq[b];
+        Ptot += ms[b].hp;
+        Stot += ms[b].hq;
         ub = std::min(ub, Ptot - ipow(Stot, n));
     }
-    // Every F here -- the scan's, the boundaries' and the bounds' -- is a sum of at most K
-    // positive terms and a power, each within (K + #buckets + 4n) eps (P + n S^n) of the exact
-    // value; a bucket is dropped only when its bound clears ub by twice a generous multiple of that.
+    // Every F here -- the scan's, the boundaries' and the bounds' -- is within (K + #buckets + 4n)
+    // eps (P + n S^n) of the exact value (the scan's [.] within eps of it); a bucket is dropped only
+    // when its bound clears ub by twice a generous multiple of that.
     const double eps = std::numeric_limits<double>::epsilon();
     const double smax = std::max(1.0, Stot);
     const double slack =
@@ -190,61 +197,50 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
     for (int64_t b = 0; b < kSelBuckets; ++b) {
         if (cnt[b] == 0) continue;
         const double lo = sel_bucket_floor(b) * (1.0 - 4.0 * eps);  // p / q rounded up at most
-        const double S1 = S0 + bq[b];
-        const double lb = std::min(P0 - ipow(S0, n), P0 + lo * bq[b] - ipow(S1, n));
+        const double S1 = S0 + ms[b].hq;
+        const double lb = std::min(P0 - ipow(S0, n), P0 + lo * ms[b].hq - ipow(S1, n));
         if (lb <= ub + slack) {
             if (bfirst < 0) bfirst = b;
             bcut = b;
         }
-        P0 += bp[b];
+        P0 += ms[b].hp;
         S0 = S1;
     }
 }
 
-// Fills order[0, kept) with the first `kept` tokens of the ratio order (kept >= k_star) and
-// returns the scan's minimum over all prefixes, equal bit for bit to dual_prefix's, unless
-// `fallback` is set (then nothing else is).
-inline IidSelectResult iid_select(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws,
-                                  std::vector<int32_t>& order) {
+// Gathers the window [bfirst, bcut] into ws.items, each bucket sorted (by key, ties in token
+// order), and returns its size; cnt[b] becomes bucket b's end in items (from bfirst). With `base`,
+// also writes the tokens below the window to base[0, m0) in token order (m0 returned in m0).
+inline int64_t sel_gather(const double* p, const double* q, int64_t V, IidSelectWorkspace& ws, int64_t bfirst,
+                          int64_t bcut, int32_t* base, int64_t& m0) {
     using Item = IidSelectWorkspace::Item;
-    IidSelectResult res;
-    order.clear();
-    int64_t bfirst, bcut;
-    sel_window(p, q, V, n, ws, res, bfirst, bcut);
-    if (res.fallback || bcut < 0) return res;  // bcut < 0: no prefix beats the empty one
-    const uint64_t* keys = ws.keys.data();
     uint32_t* cnt = ws.cnt.data();
-    // Scatter the kept buckets' tokens (key < kend), bucket by bucket, in token order: about 4,000
-    // write streams, which stay in cache, unlike one per token.
-    const uint64_t kend = bcut + 1 == kSelBuckets ? kNoKey : key_bits(sel_bucket_floor(bcut + 1));
     int64_t m = 0;
-    for (int64_t b = 0; b <= bcut; ++b) {
+    for (int64_t b = bfirst; b <= bcut; ++b) {
         const uint32_t c = cnt[b];
         cnt[b] = static_cast<uint32_t>(m);
         m += c;
     }
     ws.items.resize(m);
     Item* it = ws.items.data();
+    const uint16_t* bkt = ws.bkt.data();
+    // Window buckets are contiguous: one unsigned compare (kNoBucket lands above).
+    const uint32_t lo = static_cast<uint32_t>(bfirst), w = static_cast<uint32_t>(bcut - bfirst);
     for (int64_t i = 0; i < V; ++i) {
-        const uint64_t key = keys[i];
-        if (key < kend) it[cnt[sel_bucket(key)]++] = {key, p[i], q[i], static_cast<int32_t>(i)};
+        const uint32_t b = bkt[i];
+        if (b - lo <= w)  // the same division as the first pass: the same key
+            it[cnt[b]++] = {key_bits(p[i] / q[i]), p[i], q[i], static_cast<int32_t>(i)};
     }
-    // Sort each bucket in cache and scan it: cnt[b] is now bucket b's end.
-    order.resize(m);
-    IidScan scan;
-    for (int64_t b = 0, lo = 0; b <= bcut; lo = cnt[b], ++b) {
-        const int64_t s = cnt[b] - lo;
-        Item* a = it + lo;
-        sort_bucket(a, s, b == 0 || b + 1 == kSelBuckets, ws);
-        for (int64_t j = 0; j < s; ++j) {
-            order[lo + j] = a[j].idx;
-            scan.add(a[j].p, a[j].q, n);
+    int64_t k0 = 0;
+    if (base)  // branch-free: the write at k0 <= m0 < K stays inside base (the window is not empty)
+        for (int64_t i = 0; i < V; ++i) {
+            base[k0] = static_cast<int32_t>(i);
+            k0 += bkt[i] < lo;
         }
-    }
-    res.best = scan.best;
-    res.k_star = scan.kbest;
-    res.kept = m;
-    return res;
+    m0 = k0;
+    for (int64_t b = bfirst, a = 0; b <= bcut; a = cnt[b], ++b)
+        sort_bucket(it + a, cnt[b] - a, b == 0 || b + 1 == kSelBuckets, ws);
+    return m;
 }
 
 }  // namespace mdsd
