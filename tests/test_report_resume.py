@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mdsd_fast.report as report_mod
+import mdsd_fast._report_config as report_config
 from mdsd_fast.data import DatasetBuilder
 from mdsd_fast.report import GapReport, ReportConfig, gap_report
 
@@ -133,7 +133,7 @@ def test_resume_unchanged_reuses_and_says_so(
     cfg2 = ReportConfig(schemes=CFG.schemes, ns=CFG.ns, verifiers=CFG.verifiers, samples=CFG.samples, seed=4, threads=1)
     gap_report(src, config=cfg2, out_dir=out, resume=True, progress=False)
     assert resume_line(capsys.readouterr().err).endswith(f"({GROUPS} recomputed: config changed for {GROUPS})")
-    monkeypatch.setattr(report_mod, "_code_digest", lambda: "another build")
+    monkeypatch.setattr(report_config, "_code_digest", lambda: "another build")
     gap_report(src, config=cfg2, out_dir=out, resume=True, progress=False)
     assert resume_line(capsys.readouterr().err).endswith(f"({GROUPS} recomputed: code changed for {GROUPS})")
 
