@@ -152,7 +152,10 @@ class GapReport:
     def findings_markdown(self) -> str:
         lines = []
         for f in self.findings:
-            mark = "observed" if f["holds"] is None else ("holds" if f["holds"] else "DOES NOT HOLD")
+            if f["holds"] is None:  # a check with truncated positions it cannot settle, or an observation
+                mark = f"undecided at {f['undecided']} truncated pairs" if f.get("undecided") else "observed"
+            else:
+                mark = "holds" if f["holds"] else "DOES NOT HOLD"
             lines.append(f"- {f['claim']}: **{mark}** — {f['evidence']}")
         return "\n".join(lines)
 
