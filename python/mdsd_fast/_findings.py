@@ -162,6 +162,8 @@ def _clean(x: Any) -> Any:
 def _finding(
     claim: str, holds: bool | None, evidence: str, values: dict[str, Any], c: dict[str, int]
 ) -> dict[str, Any]:
+    if values["pairs"] == 0 and c["positions"]:  # a log of truncated rows only
+        evidence = "no complete positions"
     out = dict(claim=claim, holds=holds, evidence=evidence + _cut_text(c), values=_clean(values))
     if c["positions"]:
         out["truncated"] = c
@@ -250,12 +252,12 @@ def findings(summary: Summary, cfg: ReportConfig) -> list[dict[str, Any]]:
                     values[f"{other}/{n}"] = dict(share=w.mean, mean=g.mean, mean_other=o.mean, positions=w.n)
         c = _cut(summary, keys)
         if parts or c["positions"]:
-            text = "; ".join(parts)
             if c["positions"]:  # for this finding "hold" is a win and "fail" a loss whatever the completion
-                text += (
-                    f"; truncated positions: {det} wins at {c['hold']} and loses at {c['fail']} of "
+                parts.append(
+                    f"truncated positions: {det} wins at {c['hold']} and loses at {c['fail']} of "
                     f"{c['positions']} (position, n) pairs whatever the completion, {c['undecided']} undecided"
                 )
+            text = "; ".join(parts)
             out.append(
                 dict(
                     claim=f"where {det} drafts beat or lose to iid / wor drafts",
