@@ -69,11 +69,14 @@ def summarise(arr: Mapping[str, NDArray[Any]], cfg: ReportConfig) -> Summary:
         out.stat(f"{key}/cut/hold").add(holds[cut])
         out.stat(f"{key}/cut/fail").add(fails[cut])
 
+    truncated = bool(cut.any())  # a unit without truncated rows skips the interval rules
+
     if "iid" in cfg.schemes and "wor" in cfg.schemes:
         for n in [n for n in cfg.ns if n >= 2]:
             out.stat(f"wor-iid/{n}").add(col(f"alpha/wor/{n}") - col(f"alpha/iid/{n}"))
-            (wl, wh), (il, ih) = ends(f"alpha/wor/{n}"), ends(f"alpha/iid/{n}")
-            decide(f"wor-iid/{n}", wl - ih >= -TOL, wh - il < -TOL)
+            if truncated:
+                (wl, wh), (il, ih) = ends(f"alpha/wor/{n}"), ends(f"alpha/iid/{n}")
+                decide(f"wor-iid/{n}", wl - ih >= -TOL, wh - il < -TOL)
     runs = set(cfg.verifier_runs())
     for v, s in _checks(cfg):
         for n in [n for n in cfg.ns if (v, s, n) in runs]:
@@ -84,13 +87,14 @@ def summarise(arr: Mapping[str, NDArray[Any]], cfg: ReportConfig) -> Summary:
             out.flag(f"{k}/exact", bool(np.all(ex if ex.ndim == 0 else ex[np.isfinite(val)])))
             gap = a[ok] - val[ok]
             out.stat(f"{k}/gap").add(gap)
-            out.stat(f"{k}/abs").add(np.abs(gap))
             out.stat(f"{k}/at").add(np.abs(gap) <= 1e-9)
             # a simulated estimate of exactly 0 or 1 reports se = 0: floor it by the binomial SE at alpha*
             floor = np.sqrt(np.clip(a[ok] * (1 - a[ok]), 0, None) / cfg.samples) + 1 / cfg.samples
             for tag, se_eff in (("raw", se[ok]), ("floor", np.maximum(se[ok], floor))):
                 out.stat(f"{k}/below/{tag}").add(gap > 4 * se_eff + 1e-9)
                 out.stat(f"{k}/above/{tag}").add(-gap > 4 * se_eff + 1e-9)
+            if not truncated:
+                continue
             (vl, vh), (al, ah) = ends(key), ends(f"alpha/{s}/{n}")
             if v in ATTAINING:  # |alpha* - value| < 1e-9 for every pair of values of the two intervals
                 decide(k, np.maximum(ah - vl, vh - al) < 1e-9, (vl - ah >= 1e-9) | (al - vh >= 1e-9))
@@ -121,8 +125,9 @@ def summarise(arr: Mapping[str, NDArray[Any]], cfg: ReportConfig) -> Summary:
                 out.stat(f"{k}/win").add(g[ok] > o[ok] + TOL)
                 out.stat(f"{k}/det").add(g[ok])
                 out.stat(f"{k}/other").add(o[ok])
-                (gl, gh), (ol, oh) = ends(f"alpha/{det}/{n}"), ends(f"alpha/{other}/{n}")
-                decide(k, gl - oh > TOL, gh - ol <= TOL)  # "holds" = a win whatever the completion
+                if truncated:  # "holds": a win whatever the completion, "fails": a loss
+                    (gl, gh), (ol, oh) = ends(f"alpha/{det}/{n}"), ends(f"alpha/{other}/{n}")
+                    decide(k, gl - oh > TOL, gh - ol <= TOL)
     return out
 
 
@@ -214,7 +219,8 @@ def findings(summary: Summary, cfg: ReportConfig) -> list[dict[str, Any]]:
             count += get(f"{k}/gap").n
         c = _cut(summary, [f"check/{v}/{s}/{n}" for n in ns])
         if v in ATTAINING:
-            worst = max((max(get(f"check/{v}/{s}/{n}/abs").hi, 0.0) for n in ns), default=0.0)
+            gap_stats = [get(f"check/{v}/{s}/{n}/gap") for n in ns]
+            worst = max((max(g.hi, -g.lo, 0.0) for g in gap_stats), default=0.0)  # max |alpha* - value|
             out.append(
                 _finding(
                     f"{v} attains α*_{s}",

@@ -34,23 +34,25 @@ SKETCH_ERROR = 0.5 / SKETCH_BINS
 def exact_sum(x: NDArray[np.float64]) -> int:
     """The sum of finite float64 values, exactly, as an integer multiple of 2^-SCALE.
 
-    Each x = M * 2^(e - 53) with an integer |M| < 2^53; the Ms of one exponent are summed in int64
-    as 27-bit high and 26-bit low halves (exact up to 2^36 values), then shifted into one int."""
+    Each x = M * 2^(e - 53) with an integer |M| < 2^53. Per exponent e, the 27-bit high and 26-bit
+    low halves of the Ms are summed by ``bincount``: its float64 partial sums of integers stay below
+    2^53 (at most 2^26 values per call), so they are exact. Then they are shifted into one int."""
     x = np.asarray(x, dtype=np.float64).ravel()
-    if x.size == 0:
-        return 0
-    m, e = np.frexp(x)
-    mant = (m * 2.0**53).astype(np.int64)
-    shift = e.astype(np.int64) - 53 + SCALE
-    order = np.argsort(shift, kind="stable")
-    shift, mant = shift[order], mant[order]
-    starts = np.flatnonzero(np.r_[True, shift[1:] != shift[:-1]])
-    hi = np.add.reduceat(mant >> 26, starts)
-    lo = np.add.reduceat(mant & ((1 << 26) - 1), starts)
     total = 0
-    for sh, h, low in zip(shift[starts].tolist(), hi.tolist(), lo.tolist(), strict=True):
-        total += ((h << 26) + low) << sh
+    for a in range(0, x.size, _EXACT_BLOCK):
+        m, e = np.frexp(x[a : a + _EXACT_BLOCK])
+        mant = (m * 2.0**53).astype(np.int64)
+        base = int(e.min()) if e.size else 0
+        shift = e - base  # bins from the smallest exponent: short bincount outputs
+        hi = np.bincount(shift, weights=(mant >> 26).astype(np.float64))
+        lo = np.bincount(shift, weights=(mant & ((1 << 26) - 1)).astype(np.float64))
+        for sh in np.flatnonzero((hi != 0) | (lo != 0)).tolist():
+            total += ((int(hi[sh]) << 26) + int(lo[sh])) << (sh + base - 53 + SCALE)
     return total
+
+
+#: values per bincount: its partial sums (< 2^27 each) stay exact in float64 below 2^53
+_EXACT_BLOCK = 1 << 26
 
 
 class Stat:
@@ -63,7 +65,16 @@ class Stat:
 
     def add(self, x: NDArray[Any]) -> Stat:
         """Add the finite values of ``x`` (booleans count as 0 / 1)."""
-        x = np.asarray(x, dtype=np.float64).ravel()
+        x = np.asarray(x)
+        if x.dtype == np.bool_:  # an indicator: its sum is a count
+            c = int(np.count_nonzero(x))
+            if x.size:
+                self.n += int(x.size)
+                self.total += c << SCALE
+                self.lo = min(self.lo, 0.0 if c < x.size else 1.0)
+                self.hi = max(self.hi, 1.0 if c else 0.0)
+            return self
+        x = x.astype(np.float64, copy=False).ravel()
         x = x[np.isfinite(x)]
         if x.size:
             self.n += int(x.size)
@@ -169,10 +180,13 @@ class Summary:
             self.flag(k, f)
         return self
 
-    def __eq__(self, other: object) -> bool:
+    def _state(self) -> tuple[Any, ...]:
+        # an empty accumulator, a missing one and a True flag all mean "nothing seen against it"
         return (
-            isinstance(other, Summary)
-            and self.stats == other.stats
-            and self.sketches == other.sketches
-            and self.flags == other.flags
+            {k: s for k, s in self.stats.items() if s.n},
+            {k: h for k, h in self.sketches.items() if h.counts},
+            {k for k, f in self.flags.items() if not f},
         )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Summary) and self._state() == other._state()
