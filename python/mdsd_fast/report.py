@@ -18,7 +18,8 @@ either way: each unit's randomness is keyed by (seed, unit key) only.
 The code is split by concern: ``_report_config`` (the config, units, resume keys),
 ``_report_units`` (a unit's computation, its shard, resume, where units run), ``_report_aggregate``
 (records per group and pooled) and this module (the ``GapReport`` class and ``gap_report``). Every
-name is importable from here.
+name is importable from here. The findings come from ``_findings`` (mergeable per-unit summaries,
+``_merge``), which the streaming log report shares.
 """
 
 from __future__ import annotations
