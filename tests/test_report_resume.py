@@ -129,6 +129,7 @@ def test_resume_unchanged_reuses_and_says_so(
     assert again.metadata["units_reused"] == GROUPS and again.metadata["units_computed"] == 0
     assert {p: p.stat().st_mtime_ns for p in (out / "shards").glob("*.npz")} == shards
     assert numbers(again) == numbers(first)
+    assert again.findings == first.findings
     # a config change, then a code change (another build of the same version), are not reused
     cfg2 = ReportConfig(schemes=CFG.schemes, ns=CFG.ns, verifiers=CFG.verifiers, samples=CFG.samples, seed=4, threads=1)
     gap_report(src, config=cfg2, out_dir=out, resume=True, progress=False)
