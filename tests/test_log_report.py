@@ -105,6 +105,7 @@ def test_no_dependence_on_chunks_workers_or_dask(
     two = log_report(log, config=CFG, out_dir=tmp_path / "b", progress=False, chunk_rows=100, workers=2)
     np.testing.assert_equal(_positions(tmp_path / "b"), ref)  # NaN (no value) equals NaN here
     np.testing.assert_equal(two.records, base.records)
+    assert small.findings == two.findings == base.findings  # exact merges: the same findings
 
 
 def test_simulated_estimates_do_not_depend_on_chunks(
@@ -146,6 +147,7 @@ def test_resume_reuses_every_group(
     again = log_report(mixed[0], config=CFG, out_dir=tmp_path, progress=False, draft="full", resume=True)
     assert again.metadata["units_reused"] == again.metadata["units"] == first.metadata["units"] > 1
     np.testing.assert_equal(again.records, first.records)
+    assert again.findings == first.findings
     assert "resume: reused 4 of 4 groups" in capsys.readouterr().err
     log_report(
         mixed[0], config=dataclasses.replace(CFG, seed=5), out_dir=tmp_path, progress=False, draft="full", resume=True

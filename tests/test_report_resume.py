@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import mdsd_fast.report as report_mod
+import mdsd_fast._report_config as report_config
 from mdsd_fast.data import DatasetBuilder
 from mdsd_fast.report import GapReport, ReportConfig, gap_report
 
@@ -129,11 +129,12 @@ def test_resume_unchanged_reuses_and_says_so(
     assert again.metadata["units_reused"] == GROUPS and again.metadata["units_computed"] == 0
     assert {p: p.stat().st_mtime_ns for p in (out / "shards").glob("*.npz")} == shards
     assert numbers(again) == numbers(first)
+    assert again.findings == first.findings
     # a config change, then a code change (another build of the same version), are not reused
     cfg2 = ReportConfig(schemes=CFG.schemes, ns=CFG.ns, verifiers=CFG.verifiers, samples=CFG.samples, seed=4, threads=1)
     gap_report(src, config=cfg2, out_dir=out, resume=True, progress=False)
     assert resume_line(capsys.readouterr().err).endswith(f"({GROUPS} recomputed: config changed for {GROUPS})")
-    monkeypatch.setattr(report_mod, "_code_digest", lambda: "another build")
+    monkeypatch.setattr(report_config, "_code_digest", lambda: "another build")
     gap_report(src, config=cfg2, out_dir=out, resume=True, progress=False)
     assert resume_line(capsys.readouterr().err).endswith(f"({GROUPS} recomputed: code changed for {GROUPS})")
 
@@ -176,3 +177,11 @@ def test_cli_progress_and_resume_lines_on_piped_stderr(tmp_path: Path) -> None:
     assert res.stderr.strip() == f"resume: reused {GROUPS} of {GROUPS} groups"
     meta = json.loads((tmp_path / "out" / "report.json").read_text())["metadata"]
     assert meta["units_reused"] == GROUPS
+
+
+def test_code_digest_covers_modules_that_exist() -> None:
+    """Every module the shard key hashes exists (a split module left out would hash as missing)."""
+    from mdsd_fast._report_config import _COMPUTE_MODULES
+
+    pkg = Path(report_config.__file__).parent
+    assert [m for m in _COMPUTE_MODULES if not (pkg / m).is_file()] == []

@@ -1,7 +1,9 @@
-"""The streaming report's summary: per-unit moments merged in unit order, records and the interval table.
+"""The streaming report's summary: per-unit moments merged in unit order, records, findings and the
+interval table.
 
 Memory does not grow with the number of positions: each unit's per-position file is read once and
-folded into (count, mean, sum of squared deviations) per group and key.
+folded into (count, mean, sum of squared deviations) per group and key, and into the findings'
+mergeable summary (mdsd_fast._findings, the dense report's own).
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .report import ReportConfig, expected_tokens
+from ._findings import findings, summarise
+from ._merge import Summary
+from ._report_config import ReportConfig, expected_tokens
 
 __all__ = ["interval_markdown"]
 
@@ -48,7 +52,7 @@ def _summarise(units: list[Any], cfg: ReportConfig, out: str) -> tuple[list[Any]
     """Records per group and pooled over domains, from per-unit moments merged in unit order."""
     stats: dict[tuple[Any, ...], dict[str, Any]] = {}
     counts = dict(complete=0, truncated=0)
-    above: dict[str, list[float]] = {}
+    summary = Summary()  # the findings' numbers, merged unit by unit
     for u in units:
         with np.load(Path(out) / "shards" / f"{u.shard_name}.npz") as z:
             arr = {k: z[k] for k in z.files if k != "__meta__"}
@@ -64,25 +68,11 @@ def _summarise(units: list[Any], cfg: ReportConfig, out: str) -> tuple[list[Any]
                 if k.startswith("verifier/") and dom == "all":
                     sim = ~arr[k.replace("/value", "/exact")].astype(bool) & np.isfinite(a)
                     g.setdefault(k + "#sim", _Moments()).add(np.where(sim, 1.0, np.nan))
-                    _, v, s, n, _ = k.split("/")
-                    diff = a - arr[f"alpha/{s}/{n}"]
-                    ok = np.isfinite(diff) & ~sim
-                    worst = above.setdefault(f"{v}/{s}", [0, -math.inf])
-                    worst[0] += int(ok.sum())
-                    worst[1] = max(worst[1], float(diff[ok].max()) if ok.any() else -math.inf)
+        summary.merge(summarise(arr, cfg))
     if len({u.domain for u in units}) == 1:
         stats = {k: v for k, v in stats.items() if k[0] != "all"}
     records = [r for (d, t, dr), g in stats.items() for r in _records(dict(domain=d, temperature=t, draft=dr), g, cfg)]
-    findings = [
-        dict(
-            claim=f"{k.split('/')[0]} stays at or below α*_{k.split('/')[1]} (exact, complete rows)",
-            holds=w[1] <= 1e-9,
-            evidence=f"max (acceptance − α*) over {w[0]} (position, n) pairs = {w[1]:+.1e}",
-        )
-        for k, w in above.items()
-        if w[0]
-    ]
-    return records, findings, counts
+    return records, findings(summary, cfg), counts
 
 
 def _records(base: dict[str, Any], g: dict[str, _Moments], cfg: ReportConfig) -> list[dict[str, Any]]:

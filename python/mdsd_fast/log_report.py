@@ -7,7 +7,8 @@ per-position computation as the report (report.position_values: exact alpha* and
 acceptance, on each row's union support), truncated rows through ``acceptance_bounds`` (an interval
 per position, in sub-batches of ``BOUNDS_ROWS``: its compressed groups are >= 2,048 columns wide). A unit writes its
 per-position values to ``<out>/shards/`` atomically with a resume key (the shard's sha256 from the
-manifest, the selection, the config, the code); the summary merges per-unit moments in unit order.
+manifest, the selection, the config, the code); the summary merges per-unit moments in unit order,
+and the dense report's findings from exact mergeable per-unit summaries (mdsd_fast._findings).
 No value depends on the chunk size, the unit order or the number of workers: every row is computed
 on its own union support, and simulated streams are keyed by the row's ``row_id``.
 """

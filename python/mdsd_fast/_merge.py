@@ -1,0 +1,192 @@
+"""Mergeable summaries of per-position values: what the report's findings need, in constant memory.
+
+A report is computed unit by unit (a dataset group, or a log shard's group); its findings are folded
+from per-unit summaries, never from the concatenated positions. Every summary here merges *exactly*:
+counts and sums are integers, extremes are extremes, so a merged summary is the same whatever the
+order of the units, the chunking of the positions or the number of workers, bit for bit.
+
+* :class:`Stat`: count, exact sum, min and max of finite values. The sum is held as an integer
+  multiple of 2^-SCALE (every float64 is one), so it has no rounding error; its mean is the exactly
+  rounded mean (Python's int / int is correctly rounded).
+* :class:`Sketch`: the median of values in [0, 1] from a histogram of 10^4 equal bins. It is within
+  ``SKETCH_ERROR`` (half a bin, 5e-5) of numpy's median: the two middle values lie in the bins whose
+  midpoints it averages.
+* :class:`Summary`: named Stats and Sketches plus "all exact" flags, merged key by key.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["SCALE", "SKETCH_BINS", "SKETCH_ERROR", "Sketch", "Stat", "Summary", "exact_sum"]
+
+#: 2^-SCALE divides every float64 (the smallest subnormal is 2^-1074, frexp's mantissa has 53 bits).
+SCALE = 1130
+#: Bins of the median sketch on [0, 1]; the median is within SKETCH_ERROR of numpy's.
+SKETCH_BINS = 10_000
+SKETCH_ERROR = 0.5 / SKETCH_BINS
+
+
+def exact_sum(x: NDArray[np.float64]) -> int:
+    """The sum of finite float64 values, exactly, as an integer multiple of 2^-SCALE.
+
+    Each x = M * 2^(e - 53) with an integer |M| < 2^53. Per exponent e, the 27-bit high and 26-bit
+    low halves of the Ms are summed by ``bincount``: its float64 partial sums of integers stay below
+    2^53 (at most 2^26 values per call), so they are exact. Then they are shifted into one int."""
+    x = np.asarray(x, dtype=np.float64).ravel()
+    total = 0
+    for a in range(0, x.size, _EXACT_BLOCK):
+        m, e = np.frexp(x[a : a + _EXACT_BLOCK])
+        mant = (m * 2.0**53).astype(np.int64)
+        base = int(e.min()) if e.size else 0
+        shift = e - base  # bins from the smallest exponent: short bincount outputs
+        hi = np.bincount(shift, weights=(mant >> 26).astype(np.float64))
+        lo = np.bincount(shift, weights=(mant & ((1 << 26) - 1)).astype(np.float64))
+        for sh in np.flatnonzero((hi != 0) | (lo != 0)).tolist():
+            total += ((int(hi[sh]) << 26) + int(lo[sh])) << (sh + base - 53 + SCALE)
+    return total
+
+
+#: values per bincount: its partial sums (< 2^27 each) stay exact in float64 below 2^53
+_EXACT_BLOCK = 1 << 26
+
+
+class Stat:
+    """Count, exact sum, min and max of the finite values added; merges exactly (see the module)."""
+
+    __slots__ = ("n", "total", "lo", "hi")
+
+    def __init__(self) -> None:
+        self.n, self.total, self.lo, self.hi = 0, 0, math.inf, -math.inf
+
+    def add(self, x: NDArray[Any]) -> Stat:
+        """Add the finite values of ``x`` (booleans count as 0 / 1)."""
+        x = np.asarray(x)
+        if x.dtype == np.bool_:  # an indicator: its sum is a count
+            c = int(np.count_nonzero(x))
+            if x.size:
+                self.n += int(x.size)
+                self.total += c << SCALE
+                self.lo = min(self.lo, 0.0 if c < x.size else 1.0)
+                self.hi = max(self.hi, 1.0 if c else 0.0)
+            return self
+        x = x.astype(np.float64, copy=False).ravel()
+        x = x[np.isfinite(x)]
+        if x.size:
+            self.n += int(x.size)
+            self.total += exact_sum(x)
+            self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
+        return self
+
+    def merge(self, other: Stat) -> None:
+        self.n += other.n
+        self.total += other.total
+        self.lo, self.hi = min(self.lo, other.lo), max(self.hi, other.hi)
+
+    @property
+    def sum(self) -> float:
+        return self.total / (1 << SCALE)
+
+    @property
+    def mean(self) -> float:
+        """The exactly rounded mean (NaN without values)."""
+        return self.total / (self.n << SCALE) if self.n else math.nan
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Stat) and (self.n, self.total, self.lo, self.hi) == (
+            other.n,
+            other.total,
+            other.lo,
+            other.hi,
+        )
+
+    def __repr__(self) -> str:
+        return f"Stat(n={self.n}, mean={self.mean!r}, min={self.lo!r}, max={self.hi!r})"
+
+
+class Sketch:
+    """Histogram of values in [0, 1] (clipped) on SKETCH_BINS equal bins, for a mergeable median."""
+
+    __slots__ = ("counts",)
+
+    def __init__(self) -> None:
+        self.counts: dict[int, int] = {}
+
+    def add(self, x: NDArray[Any]) -> Sketch:
+        x = np.asarray(x, dtype=np.float64).ravel()
+        x = x[np.isfinite(x)]
+        b = np.minimum((np.clip(x, 0.0, 1.0) * SKETCH_BINS).astype(np.int64), SKETCH_BINS - 1)
+        ids, cnt = np.unique(b, return_counts=True)
+        for i, c in zip(ids.tolist(), cnt.tolist(), strict=True):
+            self.counts[i] = self.counts.get(i, 0) + c
+        return self
+
+    def merge(self, other: Sketch) -> None:
+        for i, c in other.counts.items():
+            self.counts[i] = self.counts.get(i, 0) + c
+
+    def median(self) -> float:
+        """The mean of the midpoints of the bins holding the two middle values (numpy's median is
+        their mean): within SKETCH_ERROR of it. NaN without values."""
+        n = sum(self.counts.values())
+        if n == 0:
+            return math.nan
+        want = sorted({(n - 1) // 2, n // 2})  # 0-based ranks of the middle values
+        mids, seen = [], 0
+        for i in sorted(self.counts):
+            seen += self.counts[i]
+            while want and want[0] < seen:
+                mids.append((i + 0.5) / SKETCH_BINS)
+                want.pop(0)
+        return sum(mids) / len(mids) if len(mids) == 1 else (mids[0] + mids[1]) / 2
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sketch) and self.counts == other.counts
+
+
+class Summary:
+    """Named :class:`Stat` and :class:`Sketch` accumulators and boolean "all" flags of one or more
+    units. ``merge`` folds another summary in; the result does not depend on the merge order."""
+
+    def __init__(self) -> None:
+        self.stats: dict[str, Stat] = {}
+        self.sketches: dict[str, Sketch] = {}
+        self.flags: dict[str, bool] = {}
+
+    def stat(self, key: str) -> Stat:
+        return self.stats.setdefault(key, Stat())
+
+    def sketch(self, key: str) -> Sketch:
+        return self.sketches.setdefault(key, Sketch())
+
+    def flag(self, key: str, value: bool) -> None:
+        """AND ``value`` into flag ``key`` (a flag is True only if every unit set it True)."""
+        self.flags[key] = self.flags.get(key, True) and bool(value)
+
+    def get(self, key: str) -> Stat:
+        """The Stat ``key``, empty if no unit added to it."""
+        return self.stats.get(key, Stat())
+
+    def merge(self, other: Summary) -> Summary:
+        for k, s in other.stats.items():
+            self.stat(k).merge(s)
+        for k, h in other.sketches.items():
+            self.sketch(k).merge(h)
+        for k, f in other.flags.items():
+            self.flag(k, f)
+        return self
+
+    def _state(self) -> tuple[Any, ...]:
+        # an empty accumulator, a missing one and a True flag all mean "nothing seen against it"
+        return (
+            {k: s for k, s in self.stats.items() if s.n},
+            {k: h for k, h in self.sketches.items() if h.counts},
+            {k for k, f in self.flags.items() if not f},
+        )
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Summary) and self._state() == other._state()
