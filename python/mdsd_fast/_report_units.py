@@ -119,7 +119,7 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     # the stored support; full rows (truncation <= 1e-6) are taken as stored.
     cut = len(ds) > 0 and max(ds.p_truncation.max(), ds.q_truncation.max()) > MAX_TRUNCATION
     # validated once for every alpha* and verifier below
-    p, q, _ = as_pair(*ds.dense(np.float64, renormalize=bool(cut)))
+    p, q, _ = as_pair(*ds.dense(np.float64, renormalize=bool(cut)), threads=check_threads(cfg.threads))
     row_ids = np.array([m["row"] for m in ds.meta], dtype=np.int64)
     arrays = position_values(p, q, cfg, _unit_seed(cfg.seed, digest), row_ids)
     if cfg.bounds and cut and "max_tokens" in ds.info:
