@@ -11,7 +11,8 @@ LLM row instead of thousands. Checked on rows generated here (seeded; never the 
   per doubling) on heavy-tailed rows with ties and zeros (test_wor_tiny_batch.heavy_row) and on
   held-out rows (heldout.py), n = 2..8: tolerance 1e-9, the package's claim; the p99 / max of
   |chord - reference| is printed (measured ~1e-13, the quadrature's own error at n = 8);
-* the scan integrates far fewer prefixes than the scan of every prefix, and never falls back;
+* the scan integrates far fewer prefixes than the scan of every prefix, and never falls back; forced
+  to fall back, it returns that scan's answer bit for bit;
 * negative control: the same scan without splitting runs ("ends") misses the minimum by more than
   1e-9 on most of these rows, so they discriminate;
 * the hypothesis behind the chords, q-convexity of Q_wor, in exact arithmetic on small random cases.
@@ -127,6 +128,24 @@ def test_chord_scan_against_fine_grid(n: int) -> None:
     )
     assert evaluated_chord * 5 < evaluated_every, (evaluated_chord, evaluated_every)
     assert misses >= e.size // 2, misses  # negative control: the rows need the splits
+
+
+def test_fallback_is_the_scan_of_every_prefix() -> None:
+    """A split point above its chord sends the row to the scan of every prefix: forced here ('fallback':
+    every split taken as non-convex), the result is that scan's, bit for bit, and flagged."""
+    rng = np.random.default_rng(35)
+    fell = 0
+    for rep in range(6):
+        p, q = heavy_row(rng, 3000, rep % 5)
+        for n in (3, 4, 8):
+            a_f, k_f, _, fallback = scan(p, q, n, "fallback")
+            a_e, k_e, _, _ = scan(p, q, n, "every")
+            fell += fallback
+            if fallback:
+                assert (a_f, k_f) == (a_e, k_e)
+            else:  # no run needed a split: the chord scan's own answer
+                assert abs(a_f - a_e) <= 1e-12
+    assert fell >= 12, fell
 
 
 def wor_q_exact(q: list[Fraction], H: frozenset[int], n: int) -> Fraction:

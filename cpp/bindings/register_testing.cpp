@@ -153,17 +153,20 @@ py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
 // (alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along one of its scans: "chord" (the
 // shipped one, race/chord_scan.hpp), "every" (every prefix the i.i.d. bound leaves, the scan before
 // it), "fine" (every prefix, tokens one by one, `fine` times the nodes per doubling: the high-accuracy
-// reference) or "ends" (chords without splitting runs: a wrong scan, for negative controls). p, q as
+// reference), "ends" (chords without splitting runs: a wrong scan, for negative controls) or
+// "fallback" (chords, every split point taken as above its chord: the row falls back). p, q as
 // for wor_alpha_race. fallback: the chord scan met a non-convex Q and the row was scanned at every
 // prefix (the count is then that scan's).
 py::tuple wor_alpha_scan(const F64& p, const F64& q, int n, const std::string& scan, int fine) {
-    if (scan != "chord" && scan != "every" && scan != "fine" && scan != "ends")
-        throw std::invalid_argument("scan: expected 'chord', 'every', 'fine' or 'ends', got '" + scan + "'");
+    if (scan != "chord" && scan != "every" && scan != "fine" && scan != "ends" && scan != "fallback")
+        throw std::invalid_argument("scan: expected 'chord', 'every', 'fine', 'ends' or 'fallback', got '" + scan +
+                                    "'");
     if (fine < 1 || fine > 16) throw std::invalid_argument("fine: must be in 1..16, got " + std::to_string(fine));
     check_wor_race_args(p, q, n);
     mdsd::DualWorkspace ws;
-    ws.chords.enabled = scan == "chord" || scan == "ends";
+    ws.chords.enabled = scan == "chord" || scan == "ends" || scan == "fallback";
     ws.chords.split = scan != "ends";
+    if (scan == "fallback") ws.chords.convex_slack = -1.0;
     ws.race.defer = scan != "fine";
     ws.race.fine = scan == "fine" ? fine : 1;
     const mdsd::DualResult r =
@@ -187,8 +190,8 @@ void register_testing(py::module_& m) {
     t.def("wor_alpha_scan", &wor_alpha_scan, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scan"),
           py::arg("fine") = 4,
           "(alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along the scan 'chord' (shipped),\n"
-          "'every',"
-          "'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference) or 'ends' (a wrong scan).");
+          "'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference), 'ends' (a wrong\n"
+          "scan) or 'fallback' (every split taken as non-convex).");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

@@ -165,7 +165,8 @@ class _TestingModule:
     def wor_alpha_scan(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scan: str, fine: typing.SupportsInt | typing.SupportsIndex = 4) -> tuple:
         """
         (alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along the scan 'chord' (shipped),
-        'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference) or 'ends' (a wrong scan).
+        'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference), 'ends' (a wrong
+        scan) or 'fallback' (every split taken as non-convex).
         """
     @staticmethod
     def dual_batch_sorted(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, wor_method: str = 'auto', certificate: bool = False, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple: ...

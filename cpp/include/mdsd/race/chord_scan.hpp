@@ -32,6 +32,7 @@ class ChordScan {
   public:
     bool enabled = true;   // false: dual_prefix integrates every prefix the i.i.d. bound leaves (tests)
     bool split = true;     // false: runs are never split, a wrong scan (the tests' negative control)
+    double convex_slack = kConvexSlack;  // -1: every split falls back (the tests of the fallback)
     ChordScanResult last;  // of the latest run
 
     // Tokens in the first run; a run that needs no split doubles the next one, a split one halves it.
@@ -153,7 +154,7 @@ class ChordScan {
             race_->add(qs_[k]);
         }
         const double Qm = evaluate(m);
-        if (Qm > Qa + s * slope + kConvexSlack) {
+        if (Qm > Qa + s * slope + convex_slack) {
             res_.fallback = true;
             return;
         }
