@@ -124,11 +124,8 @@ py::tuple race_greedy(const F64& p, const F64& q, int n, const I64& order, bool 
     return py::make_tuple(w_out, h_out);
 }
 
-// alpha*_wor by the race integral (wor_method "integral"), its prefix size k_star and the number of
-// tokens laid by a batch, with the tiny tokens batched (defer, the shipped route) or laid one by one
-// (the route before batching; race/tiny_batch.hpp). p, q: 1-D, the same length, finite and >= 0, q
-// with at least n positive entries.
-py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
+// p, q: 1-D, the same length, finite and >= 0, q with at least n positive entries; 2 <= n <= 64.
+void check_wor_race_args(const F64& p, const F64& q, int n) {
     if (p.ndim() != 1 || q.ndim() != 1 || p.shape(0) != q.shape(0))
         throw std::invalid_argument("p, q: expected two 1-D float64 arrays of the same length");
     if (n < 2 || n > 64) throw std::invalid_argument("n: must be in 2..64, got " + std::to_string(n));
@@ -139,11 +136,43 @@ py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
         pos += q.data()[i] > 0.0;
     }
     if (pos < n) throw std::invalid_argument("q: needs at least n = " + std::to_string(n) + " positive entries");
+}
+
+// alpha*_wor by the race integral (wor_method "integral"), its prefix size k_star and the number of
+// tokens laid by a batch, with the tiny tokens batched (defer, the shipped route) or laid one by one
+// (the route before batching; race/tiny_batch.hpp).
+py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
+    check_wor_race_args(p, q, n);
     mdsd::DualWorkspace ws;
     ws.race.defer = defer;
     const mdsd::DualResult r =
         mdsd::dual_prefix(p.data(), q.data(), p.shape(0), n, mdsd::Scheme::Wor, mdsd::WorMethod::Integral, ws);
     return py::make_tuple(r.alpha, r.k_star, ws.race.batched);
+}
+
+// (alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along one of its scans: "chord" (the
+// shipped one, race/chord_scan.hpp), "every" (every prefix the i.i.d. bound leaves, the scan before
+// it), "fine" (every prefix, tokens one by one, `fine` times the nodes per doubling: the high-accuracy
+// reference), "ends" (chords without splitting runs: a wrong scan, for negative controls) or
+// "fallback" (chords, every split point taken as above its chord: the row falls back). p, q as
+// for wor_alpha_race. fallback: the chord scan met a non-convex Q and the row was scanned at every
+// prefix (the count is then that scan's).
+py::tuple wor_alpha_scan(const F64& p, const F64& q, int n, const std::string& scan, int fine) {
+    if (scan != "chord" && scan != "every" && scan != "fine" && scan != "ends" && scan != "fallback")
+        throw std::invalid_argument("scan: expected 'chord', 'every', 'fine', 'ends' or 'fallback', got '" + scan +
+                                    "'");
+    if (fine < 1 || fine > 16) throw std::invalid_argument("fine: must be in 1..16, got " + std::to_string(fine));
+    check_wor_race_args(p, q, n);
+    mdsd::DualWorkspace ws;
+    ws.chords.enabled = scan == "chord" || scan == "ends" || scan == "fallback";
+    ws.chords.split = scan != "ends";
+    if (scan == "fallback") ws.chords.convex_slack = -1.0;
+    ws.race.defer = scan != "fine";
+    ws.race.fine = scan == "fine" ? fine : 1;
+    const mdsd::DualResult r =
+        mdsd::dual_prefix(p.data(), q.data(), p.shape(0), n, mdsd::Scheme::Wor, mdsd::WorMethod::Integral, ws);
+    const bool fallback = ws.chords.enabled && ws.chords.last.fallback;
+    return py::make_tuple(r.alpha, r.k_star, ws.race.evaluations, fallback);
 }
 
 }  // namespace
@@ -158,6 +187,11 @@ void register_testing(py::module_& m) {
           "exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).");
     t.def("wor_alpha_race", &wor_alpha_race, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("defer"),
           "(alpha*_wor, k_star, tokens batched) by the race integral, tiny tokens batched (defer) or one by one.");
+    t.def("wor_alpha_scan", &wor_alpha_scan, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scan"),
+          py::arg("fine") = 4,
+          "(alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along the scan 'chord' (shipped),\n"
+          "'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference), 'ends' (a wrong\n"
+          "scan) or 'fallback' (every split taken as non-convex).");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

@@ -7,7 +7,8 @@
 //     agree within 1e-12, on alpha* and on Q of every prefix;
 //   * wor extremes: one token holding all of q but a subnormal (or 1e-200) rest -- the exact
 //     n = 2 evaluator's overflow path, the n = 3 refusal, the race's scaled time unit;
-//   * the scan's pruning: dual_prefix equals the minimum over every prefix (LLM-like rows, n <= 6);
+//   * the scan's pruning: dual_prefix equals the minimum over every prefix (LLM-like rows, n <= 6),
+//     and the chord scan the scan of every prefix the i.i.d. bound leaves (n = 3, 4, 8);
 //   * greedy: against the minimum over all H (small V) and an independent closed form (large V);
 //   * every certificate H attains alpha*.
 #include <cstdio>
@@ -322,6 +323,32 @@ static void test_wor_pruning_llm(Gen& g) {
     }
 }
 
+// The chord scan of the race route (race/chord_scan.hpp) against the scan of every prefix the
+// i.i.d. bound leaves: the same alpha* within rounding, no fallback, and far fewer integrations in
+// all (not on every row: the chord scan integrates every run's end, even where the i.i.d. bound
+// alone leaves only a few prefixes).
+static void test_wor_chord_scan_llm(Gen& g) {
+    int64_t n_chord = 0, n_every = 0;
+    for (int64_t V : {3000, 20000}) {
+        for (int n : {3, 4, 8}) {
+            check::context("wor chord scan V = %lld n = %d", static_cast<long long>(V), n);
+            Vec p, q;
+            cases::llm_rows(g, V, p, q);
+            mdsd::DualWorkspace chord, every;
+            every.chords.enabled = false;
+            const double a = mdsd::dual_prefix(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Integral, chord).alpha;
+            const double b = mdsd::dual_prefix(p.data(), q.data(), V, n, Scheme::Wor, WorMethod::Integral, every).alpha;
+            CHECK_NEAR(a, b, 1e-12);
+            CHECK(!chord.chords.last.fallback);
+            n_chord += chord.race.evaluations;
+            n_every += every.race.evaluations;
+        }
+    }
+    std::printf("  wor chord scan: %lld prefixes integrated, %lld by the scan of every prefix\n",
+                static_cast<long long>(n_chord), static_cast<long long>(n_every));
+    CHECK(5 * n_chord < n_every);
+}
+
 // Extremes: one token holding all of q but a subnormal rest (1 - q_a underflows: the exact n = 2
 // evaluator's overflow path, the n = 3 refusal and the race's scaled time unit), tiny masses.
 static void test_wor_extremes(Gen& g) {
@@ -382,6 +409,7 @@ int main() {
     test_wor_evaluators_agree_llm(g);
     test_greedy(g);
     test_wor_pruning_llm(g);
+    test_wor_chord_scan_llm(g);
     test_wor_extremes(g);
     return check::summary("test_dual");
 }

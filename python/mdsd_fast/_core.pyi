@@ -162,6 +162,13 @@ class _TestingModule:
         (alpha*_wor, k_star, tokens batched) by the race integral, tiny tokens batched (defer) or one by one.
         """
     @staticmethod
+    def wor_alpha_scan(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scan: str, fine: typing.SupportsInt | typing.SupportsIndex = 4) -> tuple:
+        """
+        (alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along the scan 'chord' (shipped),
+        'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference), 'ends' (a wrong
+        scan) or 'fallback' (every split taken as non-convex).
+        """
+    @staticmethod
     def dual_batch_sorted(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, scheme: str, wor_method: str = 'auto', certificate: bool = False, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple: ...
     @staticmethod
     def iid_select_kept(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n: typing.SupportsInt | typing.SupportsIndex, force_exact: bool = False) -> tuple: ...

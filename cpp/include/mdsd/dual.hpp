@@ -25,6 +25,7 @@ struct DualWorkspace {
     std::vector<double> lam, rest, lb_sufmin;
     WorExact3 ex3;
     WorRace race;
+    race::ChordScan chords;  // the race route's scan (race/chord_scan.hpp)
     TopSplit split;  // mixed schemes
     IidSelectWorkspace sel;
 };
@@ -128,7 +129,18 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
         // 45 / lam of the last such prefix (often far below 45 / q(last token) on LLM rows).
         int64_t k_last = K - 1;
         while (k_last > 1 && !(ws.lb_sufmin[k_last] < 0.0)) --k_last;
-        ws.race.reset(n, ws.lam[std::max<int64_t>(1, std::min<int64_t>(k_last, K - 1))]);
+        const int64_t k_max = std::max<int64_t>(1, std::min<int64_t>(k_last, K - 1));
+        ws.race.reset(n, ws.lam[k_max]);
+        if (ws.chords.enabled) {
+            const race::ChordScanResult r =
+                ws.chords.run(p, q, ord, K, n, ws.lam.data(), ws.lb_sufmin.data(), k_max, ws.race);
+            if (!r.fallback) {
+                res.alpha = std::min(1.0, 1.0 + r.best);
+                res.k_star = r.k_best;
+                return res;
+            }
+            ws.race.reset(n, ws.lam[k_max]);  // Q not convex as computed: every prefix below
+        }
     }
 
     double P = 0.0, S = 0.0;

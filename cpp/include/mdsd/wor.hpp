@@ -16,6 +16,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "mdsd/race/chord_scan.hpp"
 #include "mdsd/race/prefix_mass.hpp"
 
 namespace mdsd {

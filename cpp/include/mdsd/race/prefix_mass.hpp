@@ -45,7 +45,9 @@ struct WorRace {
     std::vector<double> t, P, b, e;                // P laid out [c][g] so the DP vectorises over g
     TinyBatch tiny;                                // tokens deferred to the next value()
     bool defer = true;                             // false: every token one by one (tests' reference)
+    int fine = 1;                                  // nodes per doubling times this (tests' reference)
     int64_t batched = 0;                           // tokens laid by a batch since reset() (for tests)
+    int64_t evaluations = 0;                       // value() calls since reset() (for tests)
 
     // Nodes per doubling: M = ceil(3 sqrt(n / 8)), i.e. 3 up to n = 8, so the step stays as fine
     // relative to the peak width as at n = 8. Measured |error| on Q < 1e-12 for n <= 1000 (worst
@@ -57,7 +59,7 @@ struct WorRace {
 
     void reset(int n_, double lam_min) {
         n = n_;
-        M = nodes_per_doubling(n);
+        M = nodes_per_doubling(n) * fine;
         scale = lam_min < kTinyMass ? std::ldexp(1.0, kTinyShift) : 1.0;
         lam_min *= scale;
         h = std::log(2.0) / M;
@@ -83,6 +85,7 @@ struct WorRace {
         g_sat = G;
         tiny.reset(n);
         batched = 0;
+        evaluations = 0;
     }
 
     // b_g = 1 - e^{-x t_g}, e_g = e^{-x t_g} for g < gn (the first M nodes directly, then doubling).
@@ -143,6 +146,26 @@ struct WorRace {
         }
     }
 
+    // The counts P and the saturation point, for a scan that returns to an earlier prefix
+    // (race/chord_scan.hpp). Only right after value() (no token waiting): columns from g_sat on are 0.
+    void save_counts(std::vector<double>& buf, int64_t& gs) const {
+        gs = g_sat;
+        buf.resize(static_cast<std::size_t>(n) * gs);
+        for (int c = 0; c < n; ++c)
+            std::copy_n(P.begin() + static_cast<std::ptrdiff_t>(c) * G, gs,
+                        buf.begin() + static_cast<std::ptrdiff_t>(c) * gs);
+    }
+    // Back to saved counts (of an earlier or a later prefix): the columns from gs on are zeroed.
+    void restore_counts(const std::vector<double>& buf, int64_t gs) {
+        tiny.qs.clear();
+        for (int c = 0; c < n; ++c) {
+            double* row = P.data() + static_cast<std::size_t>(c) * G;
+            std::copy_n(buf.begin() + static_cast<std::ptrdiff_t>(c) * gs, gs, row);
+            std::fill(row + gs, row + std::max(gs, g_sat), 0.0);
+        }
+        g_sat = gs;
+    }
+
     // sum_{j>=1} h lam t_{-j} e^{-lam t_{-j}} with t_{-j} = t_lo rho^{-j}, in closed form:
     // h sum_m (-y0)^m y0 / (m! (rho^{m+1} - 1)), y0 = lam t_lo <= 0.1, so 14 terms reach 1e-20.
     static constexpr int kTailTerms = 14;
@@ -159,6 +182,7 @@ struct WorRace {
 
     double value(double /*S*/, double lam) {
         flush();
+        ++evaluations;
         lam *= scale;
         int64_t g_max = static_cast<int64_t>(std::floor((std::log(kCut / lam) - log_t_lo) / h)) + 1;
         const int64_t gn = std::clamp<int64_t>(g_max, 0, g_sat);

@@ -206,6 +206,9 @@ struct OptimalWor {
         Plan pl;
         pl.init(p, q, V, n, Drafter::Wor);
         DualWorkspace ws;
+        // H* from the scan of every prefix: on rows where F ties its minimum within rounding (alpha*
+        // ~ 1) the chord scan may pick another, equally good prefix, and the routes were tuned on these.
+        ws.chords.enabled = false;
         const DualResult dr = dual_prefix(p, q, V, n, Scheme::Wor, WorMethod::Auto, ws);
         pl.alpha_star = dr.alpha;
         const std::vector<int32_t> sup = ws.order;  // supp q by ascending p/q; H* = its first k_star
