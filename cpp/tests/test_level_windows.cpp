@@ -20,27 +20,12 @@
 #include "check.hpp"
 #include "mdsd/dual.hpp"
 #include "mdsd/verifiers/level_windows.hpp"
+#include "level_sets.hpp"
 
 using cases::Gen;
 using cases::Vec;
 namespace lv = mdsd::verif::level;
-
-// Measure of the segments of R below level x.
-static double below(const std::vector<lv::Seg>& R, double x) {
-    double s = 0.0;
-    for (const lv::Seg& g : R) s += std::max(0.0, std::min(g.hi, x) - g.lo);
-    return s;
-}
-
-// Largest difference between the measures of R1 and R2 below any level: 0 iff the same sets
-// (up to measure zero). The difference is piecewise linear, so its extremes sit at endpoints.
-static double set_distance(const std::vector<lv::Seg>& R1, const std::vector<lv::Seg>& R2) {
-    double d = 0.0;
-    for (const auto* R : {&R1, &R2})
-        for (const lv::Seg& g : *R)
-            for (double x : {g.lo, g.hi}) d = std::max(d, std::fabs(below(R1, x) - below(R2, x)));
-    return d;
-}
+using level_sets::set_distance;
 
 struct Cut {
     std::vector<lv::Seg> left;   // remaining levels
