@@ -104,6 +104,29 @@ inline void llm_rows(Gen& g, int64_t V, Vec& p, Vec& q, double zipf = 1.1) {
     normalise(q);
 }
 
+// Zeros in both rows and a block of tied ratios (q = p / 2 on a quarter of the tokens), for the
+// scans' tie and zero handling; renormalised.
+inline void add_zeros_and_ties(Gen& g, Vec& p, Vec& q) {
+    const int64_t V = static_cast<int64_t>(p.size());
+    for (int64_t i : g.choose(V, V / 5)) p[i] = 0.0;
+    for (int64_t i : g.choose(V, V / 10)) q[i] = 0.0;
+    for (int64_t i : g.choose(V, V / 4)) q[i] = p[i] * 0.5;
+    normalise(p);
+    normalise(q);
+}
+
+// A row whose ratios p / q all lie within a few ulps of each other (crowded into one bucket).
+inline void crowded_ratios(Gen& g, int64_t V, Vec& p, Vec& q) {
+    p.resize(V);
+    q.resize(V);
+    for (int64_t i = 0; i < V; ++i) {
+        q[i] = g.uniform(0.5, 1.5);
+        p[i] = q[i] * (1.0 + 1e-15 * static_cast<double>(g.integer(0, 50)));
+    }
+    normalise(p);
+    normalise(q);
+}
+
 // Every ordered tuple of n draws without replacement from q (tokens with q = 0 never drawn), with
 // its probability prod_t q(a_t) / q(not yet drawn); the remaining mass is summed directly.
 inline void wor_tuples(const Vec& q, int n, const std::function<void(const std::vector<int>&, double)>& f) {

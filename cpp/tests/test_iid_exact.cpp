@@ -259,13 +259,7 @@ static void test_llm_rows(Gen& g) {
         for (int rep = 0; rep < 4; ++rep) {
             Vec p, q;
             cases::llm_rows(g, V, p, q);
-            if (rep >= 2) {
-                for (int64_t i : g.choose(V, V / 5)) p[i] = 0.0;
-                for (int64_t i : g.choose(V, V / 10)) q[i] = 0.0;
-                for (int64_t i : g.choose(V, V / 4)) q[i] = p[i] * 0.5;
-                cases::normalise(p);
-                cases::normalise(q);
-            }
+            if (rep >= 2) cases::add_zeros_and_ties(g, p, q);
             check::context("llm rows V = %lld rep %d", static_cast<long long>(V), rep);
             for (int n : {1, 2, 4, 8}) CHECK(!check_row(p, q, n));
         }
@@ -273,14 +267,8 @@ static void test_llm_rows(Gen& g) {
 }
 
 static void test_crowded_and_fallback(Gen& g) {
-    const int64_t V = 5000;
-    Vec p(V), q(V);
-    for (int64_t i = 0; i < V; ++i) {
-        q[i] = g.uniform(0.5, 1.5);
-        p[i] = q[i] * (1.0 + 1e-15 * static_cast<double>(g.integer(0, 50)));
-    }
-    cases::normalise(p);
-    cases::normalise(q);
+    Vec p, q;
+    cases::crowded_ratios(g, 5000, p, q);
     check::context("crowded ratios");
     for (int n : {1, 2, 6}) CHECK(!check_row(p, q, n));
     cases::llm_rows(g, 1000, p, q);
