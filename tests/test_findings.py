@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from log_shards import shard_positions
 
 import mdsd_fast as mf
 from mdsd_fast._findings import findings, summarise
@@ -144,15 +145,6 @@ def logs(dense: tuple[Path, Any], tmp_path_factory: pytest.TempPathFactory) -> t
     return full, tmp / "top20"
 
 
-def _values(out: Path) -> dict[int, dict[str, float]]:
-    vals: dict[int, dict[str, float]] = {}
-    for f in sorted((out / "shards").glob("*.npz")):
-        with np.load(f) as z:
-            for i, r in enumerate(z["rows"]):
-                vals[int(r)] = {k: float(z[k][i]) for k in z.files if k not in ("__meta__", "rows")}
-    return vals
-
-
 def test_log_findings_equal_the_dense_findings(
     dense: tuple[Path, Any], logs: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -173,7 +165,7 @@ def test_truncated_log_decides_positions_consistently(logs: tuple[Path, Path], t
     cfg = ReportConfig(schemes=("iid", "wor", "greedy"), ns=(2,), verifiers=("rrs", "greedy", "optimal"))
     log_report(logs[0], config=cfg, out_dir=tmp_path / "full", progress=False)
     rep = log_report(logs[1], config=cfg, out_dir=tmp_path / "cut", progress=False)
-    exact, cut = _values(tmp_path / "full"), _values(tmp_path / "cut")
+    exact, cut = shard_positions(tmp_path / "full"), shard_positions(tmp_path / "cut")
     assert sorted(exact) == sorted(cut) and len(cut) == 36
     by = {f["claim"]: f for f in rep.findings}
 

@@ -19,6 +19,8 @@ import pytest
 
 pytest.importorskip("pyarrow")
 
+from log_shards import shard_positions  # noqa: E402
+
 import mdsd_fast as mf  # noqa: E402
 import mdsd_fast.log_report  # noqa: E402
 from mdsd_fast.cli import main  # noqa: E402
@@ -60,21 +62,11 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray, n
     return d / "log", p, q
 
 
-def _positions(out: Path) -> dict[int, dict[str, float]]:
-    """Per row id, every per-position value the units wrote."""
-    vals: dict[int, dict[str, float]] = {}
-    for f in sorted((out / "shards").glob("*.npz")):
-        with np.load(f) as z:
-            for i, r in enumerate(z["rows"]):
-                vals[int(r)] = {k: float(z[k][i]) for k in z.files if k not in ("__meta__", "rows")}
-    return vals
-
-
 def test_intervals_contain_the_exact_values(mixed: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
     log, p, q = mixed
     rep = log_report(log, config=CFG, out_dir=tmp_path / "o", progress=False)
     assert rep.metadata["positions"] == dict(complete=12, truncated=12)
-    vals = _positions(tmp_path / "o")
+    vals = shard_positions(tmp_path / "o")
     widths = []
     for r in range(12):
         full, cut = vals[r], vals[r + 12]
@@ -97,13 +89,13 @@ def test_no_dependence_on_chunks_workers_or_dask(
 ) -> None:
     log = mixed[0]
     base = log_report(log, config=CFG, out_dir=tmp_path / "a", progress=False, chunk_rows=1)
-    ref = _positions(tmp_path / "a")
+    ref = shard_positions(tmp_path / "a")
     monkeypatch.setattr(mf.log_report, "CELLS", 90)  # union-support batches of 1-3 rows in a chunk of 100
     small = log_report(log, config=CFG, out_dir=tmp_path / "s", progress=False, chunk_rows=100)
-    np.testing.assert_equal(_positions(tmp_path / "s"), ref)
+    np.testing.assert_equal(shard_positions(tmp_path / "s"), ref)
     np.testing.assert_equal(small.records, base.records)
     two = log_report(log, config=CFG, out_dir=tmp_path / "b", progress=False, chunk_rows=100, workers=2)
-    np.testing.assert_equal(_positions(tmp_path / "b"), ref)  # NaN (no value) equals NaN here
+    np.testing.assert_equal(shard_positions(tmp_path / "b"), ref)  # NaN (no value) equals NaN here
     np.testing.assert_equal(two.records, base.records)
     assert small.findings == two.findings == base.findings  # exact merges: the same findings
 
@@ -115,14 +107,15 @@ def test_simulated_estimates_do_not_depend_on_chunks(
     cfg = ReportConfig(schemes=("iid",), ns=(2,), verifiers=("rrs", "kseq"), exact=False, samples=300)
     log_report(mixed[0], config=cfg, out_dir=tmp_path / "a", progress=False, draft="full", chunk_rows=1)
     log_report(mixed[0], config=cfg, out_dir=tmp_path / "b", progress=False, draft="full", chunk_rows=5)
-    a, b = _positions(tmp_path / "a"), _positions(tmp_path / "b")
+    a, b = shard_positions(tmp_path / "a"), shard_positions(tmp_path / "b")
     np.testing.assert_equal(a, b)
     assert all(a[r]["verifier/rrs/iid/2/exact"] == 0.0 for r in range(12))  # simulated, all 12
     log_report(  # the control: another seed moves the estimates
         mixed[0], config=dataclasses.replace(cfg, seed=1), out_dir=tmp_path / "c", progress=False, draft="full"
     )
     assert any(
-        _positions(tmp_path / "c")[r]["verifier/rrs/iid/2/value"] != a[r]["verifier/rrs/iid/2/value"] for r in range(12)
+        shard_positions(tmp_path / "c")[r]["verifier/rrs/iid/2/value"] != a[r]["verifier/rrs/iid/2/value"]
+        for r in range(12)
     )
 
 
@@ -130,13 +123,13 @@ def test_simulated_estimates_do_not_depend_on_chunks(
 def test_dask_gives_the_same_numbers(mixed: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
     log = mixed[0]
     base = log_report(log, config=CFG, out_dir=tmp_path / "a", progress=False, chunk_rows=1)
-    ref = _positions(tmp_path / "a")
+    ref = shard_positions(tmp_path / "a")
     distributed = pytest.importorskip("dask.distributed")
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as lc:
         dask = log_report(
             log, config=CFG, out_dir=tmp_path / "c", progress=False, chunk_rows=3, scheduler=lc.scheduler_address
         )
-    np.testing.assert_equal(_positions(tmp_path / "c"), ref)
+    np.testing.assert_equal(shard_positions(tmp_path / "c"), ref)
     np.testing.assert_equal(dask.records, base.records)
 
 
@@ -165,7 +158,7 @@ def test_complete_rows_equal_the_dense_report(tmp_path: Path) -> None:
     cfg = ReportConfig(schemes=("iid", "wor"), ns=(1, 3), verifiers=("sd", "rrs", "kseq", "optimal"))
     log_report(tmp_path / "log", config=cfg, out_dir=tmp_path / "a", progress=False, chunk_rows=4)
     dense = gap_report(tmp_path / "flat.npz", config=cfg, out_dir=tmp_path / "b", progress=False)
-    got = _positions(tmp_path / "a")
+    got = shard_positions(tmp_path / "a")
     domains = np.array([m["domain"] for m in meta])
     checked = 0
     for name, arr in dense.positions.items():  # the dense report numbers rows within each group
