@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 from . import __version__
 from ._log_summary import _summarise, interval_markdown
 from ._scheduler import check_scheduler
+from ._validate import check_threads
 from .intervals import _VERIFIER_SCHEMES as _INTERVAL_VERIFIERS
 from .intervals import acceptance_bounds
 from .logs import MANIFEST, LogChunk, Logs, open_logs
@@ -135,7 +136,9 @@ def _bounds(chunk: LogChunk, cfg: ReportConfig) -> dict[str, NDArray[np.float64]
                 for r in [rows] if rows.size else []:
                     sub = chunk.take(r)
                     try:
-                        lo[r], hi[r] = acceptance_bounds(_any(sub.topk("p")), _any(sub.topk("q")), n, s, verifier=v)
+                        lo[r], hi[r] = acceptance_bounds(
+                            _any(sub.topk("p")), _any(sub.topk("q")), n, s, verifier=v, threads=cfg.threads
+                        )
                     except ValueError:  # e.g. a tie at q's top-m cutoff: no interval for that row
                         for i in r:
                             one = chunk.take(np.array([i]))
@@ -143,7 +146,7 @@ def _bounds(chunk: LogChunk, cfg: ReportConfig) -> dict[str, NDArray[np.float64]
                                 lo[i], hi[i] = (
                                     x[0]
                                     for x in acceptance_bounds(
-                                        _any(one.topk("p")), _any(one.topk("q")), n, s, verifier=v
+                                        _any(one.topk("p")), _any(one.topk("q")), n, s, verifier=v, threads=cfg.threads
                                     )
                                 )
                             except ValueError:
@@ -172,7 +175,7 @@ def compute_log_unit(unit: LogUnit, cfg: ReportConfig, out_dir: str) -> str:
         where = np.flatnonzero(comp)
         for idx in _batches(np.diff(chunk.ptr["p"])[where] + np.diff(chunk.ptr["q"])[where], CELLS):
             c = chunk.take(where[idx])
-            pc, qc, _, _ = union_pair(c.topk("p"), c.topk("q"))
+            pc, qc, _, _ = union_pair(c.topk("p"), c.topk("q"), threads=check_threads(cfg.threads))
             for k, a in position_values(pc, qc, cfg, rng_seed, c.row_id, per_row=True).items():
                 if k not in vals:
                     vals[k] = np.full(len(chunk), np.nan) if a.dtype.kind == "f" else np.zeros(len(chunk), dtype=bool)
