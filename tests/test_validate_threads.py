@@ -10,10 +10,10 @@ and 2. The ``None -> 0`` case is its control: the recording follows the argument
 The second group (``KERNEL_CALLS``: acceptance_bounds, the log report and its command line, draft
 trees and the tree report) records the threads of every kernel that takes them (validation,
 alpha*, verifier batches, tree values, direct verification). On the code before these entry points
-passed threads on, 45 of its 48 recording cases fail: the log report, its command line and the tree
+passed threads on, 61 of its 64 recording cases fail: the log report, its command line and the tree
 report ran kernels on all cores (e.g. ``tree_report(threads=1)``: verifier batches, alpha* and
-validation on 0), and the other calls had no ``threads=`` (TypeError); the 3 ``None`` cases of the
-calls that existed pass (the control). With the bit-identity and error cases, 59 of the file's 105
+validation on 0), and the other calls (drafting included) had no ``threads=`` (TypeError); the 3 ``None`` cases of the
+calls that existed pass (the control). With the bit-identity and error cases, 79 of the file's 125
 tests fail there; all pass now.
 """
 
@@ -227,6 +227,10 @@ KERNEL_CALLS: dict[str, Callable[[int | None, Any, Any], Any]] = {
     "verify_tree": lambda t, _d, _o: trees.verify_tree(_tree(t), MAPPING, rng=1, threads=t),
     "drafted_bound": lambda t, _d, _o: tuple(trees.drafted_bound(_tree(t), threads=t)),
     "tree_report": lambda t, _d, _o: _tree_report(t),
+    "draft_kseq": lambda t, _d, _o: trees.draft_kseq(_oracle, 3, 2, rng=2, threads=t).q,
+    "draft_branching wor": lambda t, _d, _o: trees.draft_branching(_oracle, [3, 2], "wor", rng=2, threads=t).q,
+    "draft_static": lambda t, _d, _o: trees.draft_static(_oracle, [[0], [1], [0, 0]], threads=t).q,
+    "enumerate_branching": lambda t, _d, _o: [w for w, _ in trees.enumerate_branching(_oracle, [2], "wor", threads=t)],
 }
 _NEEDS_LOG = ("log_report", "cli report --threads")
 
