@@ -7,10 +7,11 @@ per-position computation as the report (report.position_values: exact alpha* and
 acceptance, on each row's union support), truncated rows through ``acceptance_bounds`` (an interval
 per position, in sub-batches of ``BOUNDS_ROWS``: its compressed groups are >= 2,048 columns wide). A unit writes its
 per-position values to ``<out>/shards/`` atomically with a resume key (the shard's sha256 from the
-manifest, the selection, the config, the code); the summary merges per-unit moments in unit order,
-and the dense report's findings from exact mergeable per-unit summaries (mdsd_fast._findings).
+manifest, the selection, the config, the code); the records come from per-unit exact moments and
+the dense report's findings from exact mergeable per-unit summaries (mdsd_fast._merge, _findings).
 No value depends on the chunk size, the unit order or the number of workers: every row is computed
-on its own union support, and simulated streams are keyed by the row's ``row_id``.
+on its own union support, and simulated streams are keyed by the row's ``row_id``. Every kernel and
+validation pass of a unit runs on ``config.threads`` (None: all cores).
 """
 
 from __future__ import annotations
@@ -287,7 +288,8 @@ def log_report(
     """The gap report over a log directory (see the module docstring). ``domain`` / ``draft``: keep
     those (a value or a list); temperatures are filtered by ``config.temperatures``; ``limit``: the
     first that many positions. Records are the report's (exact, over complete rows) plus ``kind``
-    "interval" records (mean low and high end over truncated rows); returns a GapReport."""
+    "interval" records (mean low and high end over truncated rows); returns a GapReport.
+    ``config.threads``: C++ threads per unit, validation included (as in ``gap_report``)."""
     cfg = config or ReportConfig()
     t0 = time.perf_counter()
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
