@@ -72,6 +72,11 @@ def test_ci95_exactly_rounded_and_against_numpy() -> None:
     assert const.ci95() == (0.7, 0.7, 0.7)
 
 
+def test_indicators_count_as_zero_one() -> None:
+    flags = np.random.default_rng(15).random(999) < 0.3
+    assert Moments().add(flags) == Moments().add(flags.astype(np.float64))
+
+
 def test_moments_merge_in_any_order() -> None:
     rng = np.random.default_rng(13)
     x = rng.random(5000)

@@ -161,8 +161,15 @@ class Moments:
         self.n, self.total, self.squares = 0, 0, 0
 
     def add(self, x: NDArray[Any]) -> Moments:
-        """Add the finite values of ``x``."""
-        x = np.asarray(x, dtype=np.float64).ravel()
+        """Add the finite values of ``x`` (booleans as 0 / 1)."""
+        x = np.asarray(x)
+        if x.dtype == np.bool_:  # an indicator: its sum and its sum of squares are one count
+            c = int(np.count_nonzero(x))
+            self.n += int(x.size)
+            self.total += c << SCALE
+            self.squares += c << (2 * SCALE)
+            return self
+        x = x.astype(np.float64, copy=False).ravel()
         x = x[np.isfinite(x)]
         if x.size:
             self.n += int(x.size)
