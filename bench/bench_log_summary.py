@@ -56,7 +56,7 @@ def main() -> None:
         times.append(time.perf_counter() - t)
     N = args.units * B
     print(
-        f"_summarise over {N:,} positions ({len(arr) - 2} keys per unit): {min(times):.2f} s, "
+        f"_summarise over {N:,} positions ({3 * (len(cfg.pairs()) + len(cfg.verifier_runs()))} keys per unit): {min(times):.2f} s, "
         f"{min(times) / N * 1e6:.1f} us per position"
     )
 
