@@ -1,11 +1,20 @@
-"""``threads=`` reaches input validation: the entry points that take it hand it to the C++ pass
-that checks and normalises dense p and q (``_core.normalize_rows``), so ``threads=1`` keeps a
-call on one core from its first pass on; and the validated rows, like every result, are bit for
-bit the same on 1 and 2 threads.
+"""``threads=`` reaches input validation and every kernel: the entry points that take it hand it to
+the C++ pass that checks and normalises dense p and q (``_core.normalize_rows``) and to every
+kernel they run, so ``threads=1`` keeps a call on one core from its first pass on; and the
+validated rows, like every result, are bit for bit the same on 1 and 2 threads.
 
 The first test records the ``threads`` argument of every call of the real kernel (a pass-through
 that calls it); before the fix every call got 0 (all cores) and the test fails for threads = 1
 and 2. The ``None -> 0`` case is its control: the recording follows the argument.
+
+The second group (``KERNEL_CALLS``: acceptance_bounds, the log report and its command line, draft
+trees and the tree report) records the threads of every kernel that takes them (validation,
+alpha*, verifier batches, tree values, direct verification). On the code before these entry points
+passed threads on, 61 of its 64 recording cases fail: the log report, its command line and the tree
+report ran kernels on all cores (e.g. ``tree_report(threads=1)``: verifier batches, alpha* and
+validation on 0), and the other calls (drafting included) had no ``threads=`` (TypeError); the 3 ``None`` cases of the
+calls that existed pass (the control). With the bit-identity and error cases, 79 of the file's 125
+tests fail there; all pass now.
 """
 
 from __future__ import annotations
@@ -17,8 +26,9 @@ import numpy as np
 import pytest
 
 import mdsd_fast as mf
-from mdsd_fast import _core
+from mdsd_fast import _core, trees
 from mdsd_fast._validate import MAX_THREADS, as_distribution
+from mdsd_fast.report import ReportConfig
 
 RNG = np.random.default_rng(20261202)
 B, V = 8, 400
@@ -67,6 +77,8 @@ def test_threads_reach_validation(name: str, threads: int | None, expected: int,
 
 def _bits(x: Any) -> Any:
     """A value's exact bits (arrays with dtype and shape), through tuples, lists and dicts."""
+    if x is None or isinstance(x, str):
+        return x
     if isinstance(x, dict):
         return {k: _bits(v) for k, v in x.items()}
     if isinstance(x, (tuple, list)):
@@ -93,3 +105,173 @@ def test_validated_rows_and_errors_independent_of_threads() -> None:
     for t in (1, 2):
         with pytest.raises(ValueError, match=r"^p: row 37 sums to"):
             as_distribution("p", bad, threads=t)
+
+
+# ---------------------------------------------------------------- every kernel, the newer entry points
+
+#: Kernels that take a thread count, and the position of that argument (0 when not passed).
+KERNELS = {"normalize_rows": 2, "dual_batch": 6, "VerifierBatch": 6, "tree_values": 4, "verify_direct": 5}
+
+
+@pytest.fixture
+def kernels(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
+    """(kernel, threads) of every call of the real kernels of ``KERNELS`` during the test."""
+    calls: list[tuple[str, int]] = []
+    for name, pos in KERNELS.items():
+        real = getattr(_core, name)
+
+        def recording(*args: Any, _real: Any = real, _name: str = name, _pos: int = pos, **kw: Any) -> Any:
+            t = args[_pos] if len(args) > _pos else kw.get("threads", 0)
+            calls.append((_name, int(t)))
+            return _real(*args, **kw)
+
+        monkeypatch.setattr(_core, name, recording)
+    return calls
+
+
+def _top(x: np.ndarray, k: int) -> np.ndarray:
+    """Each row's k largest entries, zeros elsewhere (a truncated log, not renormalised)."""
+    out = np.zeros_like(x)
+    idx = np.argsort(-x, axis=1)[:, :k]
+    np.put_along_axis(out, idx, np.take_along_axis(x, idx, axis=1), axis=1)
+    return out
+
+
+P_LOG, Q_LOG = (
+    _top(P[:4, :60] / P[:4, :60].sum(1, keepdims=True), 12),
+    _top(Q[:4, :60] / Q[:4, :60].sum(1, keepdims=True), 12),
+)
+# a tree: the root drafts nodes 1, 2 (wor), node 1 drafts node 3 (iid); V = 400
+T_ARGS = (
+    np.array([-1, 0, 0, 1]),
+    np.array([-1, 5, 9, 7]),
+    P[:4],
+    Q[:4],
+    np.array([0, 2, 3, 3, 3]),
+    np.array([1, 2, 3]),
+)
+T_SCHEMES = ["wor", "iid", "", ""]
+MAPPING = {"wor": "rrs-wor", "iid": "rrs"}  # a verifier per scheme
+
+
+def _tree(t: int | None) -> trees.DraftTree:
+    return trees.DraftTree(*T_ARGS, T_SCHEMES, threads=t)
+
+
+def _oracle(prefix: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
+    g = np.random.default_rng(len(prefix) * 7 + sum(prefix))
+    return g.dirichlet(np.ones(30)), g.dirichlet(np.ones(30))
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """A log of 6 positions, written whole and cut to their top 8 (pyarrow: the ``logs`` extra)."""
+    pytest.importorskip("pyarrow")
+    from mdsd_fast.logs import LogWriter
+
+    d = tmp_path_factory.mktemp("threads_log") / "log"
+    p, q = P[:6, :50] / P[:6, :50].sum(1, keepdims=True), Q[:6, :50] / Q[:6, :50].sum(1, keepdims=True)
+    with LogWriter(d, 50, rows_per_shard=4, dtype="float64") as w:
+        for name, k in (("full", 50), ("top8", 8)):
+            ids = np.sort(np.argsort(-p, axis=1)[:, :k], axis=1), np.sort(np.argsort(-q, axis=1)[:, :k], axis=1)
+            parts = [
+                (np.arange(0, i.size + 1, k), i.ravel(), np.take_along_axis(x, i, 1).ravel())
+                for x, i in zip((p, q), ids, strict=True)
+            ]
+            meta = dict(
+                draft=[name] * 6,
+                domain=["a", "b"] * 3,
+                temperature=[1.0] * 6,
+                row_id=np.arange(6) + (0 if k == 50 else 6),
+            )
+            w.write(parts[0], parts[1], p_complete=k == 50, q_complete=k == 50, meta=meta)
+    return d
+
+
+def _log_report(t: int | None, path: Any, tmp: Any) -> Any:
+    from mdsd_fast.log_report import log_report
+
+    cfg = ReportConfig(schemes=("iid", "wor"), ns=(1, 2), verifiers=("sd", "rrs", "rrs-wor", "optimal"), threads=t)
+    rep = log_report(path, config=cfg, out_dir=tmp, progress=False)
+    return rep.records, rep.findings
+
+
+def _cli_report(t: int | None, path: Any, tmp: Any) -> int:
+    from mdsd_fast.cli import main
+
+    argv = ["report", "--dataset", str(path), "--schemes", "iid", "--n", "1,2", "--verifiers", "rrs"]
+    argv += ["--out", str(tmp), "--no-plots", "--no-progress"] + ([] if t is None else ["--threads", str(t)])
+    return main(argv)
+
+
+def _tree_report(t: int | None) -> Any:
+    kw: dict[str, Any] = dict(
+        limit=2, shapes=["b2x4", "kseq4x4"], verifiers=["rrs-wor", "kseq", "optimal", "traversal"]
+    )
+    return trees.tree_report(threads=t, **kw).records
+
+
+# name -> (needs the log, call(threads, log path, out dir))
+KERNEL_CALLS: dict[str, Callable[[int | None, Any, Any], Any]] = {
+    "acceptance_bounds iid": lambda t, _d, _o: mf.acceptance_bounds(P_LOG, Q_LOG, 2, "iid", threads=t),
+    "acceptance_bounds wor": lambda t, _d, _o: mf.acceptance_bounds(P_LOG, Q_LOG, 2, "wor", search_steps=1, threads=t),
+    "acceptance_bounds rrs": lambda t, _d, _o: mf.acceptance_bounds(P_LOG, Q_LOG, 3, verifier="rrs", threads=t),
+    "log_report": _log_report,
+    "cli report --threads": _cli_report,
+    "DraftTree": lambda t, _d, _o: (_tree(t).p, _tree(t).q),
+    "from_sibling_arrays": lambda t, _d, _o: (
+        trees.DraftTree.from_sibling_arrays([-1, 5, 9], [1, -1, -1], [-1, 2, -1], P[:3], Q[:3], threads=t).q
+    ),
+    "tree_value rrs": lambda t, _d, _o: trees.tree_value(_tree(t), MAPPING, threads=t),
+    "tree_value traversal": lambda t, _d, _o: trees.tree_value(_tree(t), "traversal", threads=t),
+    "verify_tree": lambda t, _d, _o: trees.verify_tree(_tree(t), MAPPING, rng=1, threads=t),
+    "drafted_bound": lambda t, _d, _o: tuple(trees.drafted_bound(_tree(t), threads=t)),
+    "tree_report": lambda t, _d, _o: _tree_report(t),
+    "draft_kseq": lambda t, _d, _o: trees.draft_kseq(_oracle, 3, 2, rng=2, threads=t).q,
+    "draft_branching wor": lambda t, _d, _o: trees.draft_branching(_oracle, [3, 2], "wor", rng=2, threads=t).q,
+    "draft_static": lambda t, _d, _o: trees.draft_static(_oracle, [[0], [1], [0, 0]], threads=t).q,
+    "enumerate_branching": lambda t, _d, _o: [w for w, _ in trees.enumerate_branching(_oracle, [2], "wor", threads=t)],
+}
+_NEEDS_LOG = ("log_report", "cli report --threads")
+
+
+@pytest.mark.parametrize("name", KERNEL_CALLS)
+@pytest.mark.parametrize(("threads", "expected"), [(1, 1), (2, 2), (None, 0), (10**6, MAX_THREADS)])
+def test_threads_reach_every_kernel(
+    name: str,
+    threads: int | None,
+    expected: int,
+    kernels: list[tuple[str, int]],
+    request: pytest.FixtureRequest,
+    tmp_path: Any,
+) -> None:
+    log = request.getfixturevalue("log_dir") if name in _NEEDS_LOG else None
+    KERNEL_CALLS[name](threads, log, tmp_path / "o")
+    assert any(k == "normalize_rows" for k, _ in kernels) or name.startswith(("log_report", "cli")), kernels
+    assert kernels, "no kernel ran"
+    assert {t for _, t in kernels} == {expected}, sorted(set(kernels))
+
+
+@pytest.mark.parametrize("name", KERNEL_CALLS)
+def test_kernel_results_bit_identical_on_one_and_two_threads(
+    name: str, request: pytest.FixtureRequest, tmp_path: Any
+) -> None:
+    log = request.getfixturevalue("log_dir") if name in _NEEDS_LOG else None
+    one, two = (KERNEL_CALLS[name](t, log, tmp_path / f"o{t}") for t in (1, 2))
+    if name == "verify_tree":
+        one, two = tuple(one), tuple(two)
+    assert _bits(one) == _bits(two)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: ReportConfig(threads=0),
+        lambda: mf.acceptance_bounds(P_LOG, Q_LOG, 2, threads=True),
+        lambda: _tree(-1),
+        lambda: trees.verify_tree(_tree(1), "rrs-wor", threads=1.5),  # type: ignore[arg-type]
+    ],
+)
+def test_bad_threads_named(call: Callable[[], Any]) -> None:
+    with pytest.raises(ValueError, match=r"^threads: expected a positive integer or None"):
+        call()

@@ -1,9 +1,11 @@
-"""The streaming report's summary: per-unit moments merged in unit order, records, findings and the
+"""The streaming report's summary: per-unit exact moments merged, records, findings and the
 interval table.
 
 Memory does not grow with the number of positions: each unit's per-position file is read once and
-folded into (count, mean, sum of squared deviations) per group and key, and into the findings'
-mergeable summary (mdsd_fast._findings, the dense report's own).
+folded into exact moments (count, sum and sum of squares as integers, ``_merge.Moments``: the dense
+report's records use the same, with the same interval formula) per group and key, and into the
+findings' mergeable summary (mdsd_fast._findings, the dense report's own). Every record is the same
+whatever the order of the units, the chunking of their rows or the number of workers, bit for bit.
 """
 
 from __future__ import annotations
@@ -13,44 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from ._findings import findings, summarise
-from ._merge import Summary
+from ._merge import Moments, Summary
 from ._report_config import ReportConfig, expected_tokens
 
 __all__ = ["interval_markdown"]
 
 
-class _Moments:
-    """Count, mean and sum of squared deviations of finite values, merged exactly in a fixed order
-    (Chan et al.'s pairwise update), so a summary does not depend on how positions were split."""
-
-    def __init__(self) -> None:
-        self.n, self.mean, self.m2 = 0, 0.0, 0.0
-
-    def add(self, x: NDArray[np.float64]) -> None:
-        x = x[np.isfinite(x)]
-        if x.size == 0:
-            return
-        n, m = x.size, float(x.mean())
-        m2 = float(((x - m) ** 2).sum())
-        tot = self.n + n
-        d = m - self.mean
-        self.mean += d * n / tot
-        self.m2 += m2 + d * d * self.n * n / tot
-        self.n = tot
-
-    def ci95(self) -> tuple[float, float, float]:
-        if self.n == 0:
-            return math.nan, math.nan, math.nan
-        h = 1.96 * math.sqrt(self.m2 / (self.n - 1)) / math.sqrt(self.n) if self.n > 1 else math.nan
-        return self.mean, self.mean - h, self.mean + h
-
-
 def _summarise(units: list[Any], cfg: ReportConfig, out: str) -> tuple[list[Any], list[Any], dict[str, int]]:
-    """Records per group and pooled over domains, from per-unit moments merged in unit order."""
-    stats: dict[tuple[Any, ...], dict[str, Any]] = {}
+    """Records per group and pooled over domains, from per-unit exact moments."""
+    stats: dict[tuple[Any, ...], dict[str, Moments]] = {}
     counts = dict(complete=0, truncated=0)
     summary = Summary()  # the findings' numbers, merged unit by unit
     for u in units:
@@ -59,15 +34,17 @@ def _summarise(units: list[Any], cfg: ReportConfig, out: str) -> tuple[list[Any]
         comp = arr["complete"].astype(bool)
         counts["complete"] += int(comp.sum())
         counts["truncated"] += int((~comp).sum())
-        for dom in (u.domain, "all"):
+        unit: dict[str, Moments] = {}
+        for k, a in arr.items():
+            if k.endswith(("/se", "/exact")) or k in ("rows", "complete"):
+                continue
+            unit[k] = Moments().add(a)
+            if k.startswith("verifier/"):  # how many of its values were simulated
+                unit[k + "#sim"] = Moments().add(np.isfinite(a) & ~arr[k.replace("/value", "/exact")].astype(bool))
+        for dom in (u.domain, "all"):  # each unit's moments computed once, merged into both groups
             g = stats.setdefault((dom, u.temperature, u.draft), {})
-            for k, a in arr.items():
-                if k.endswith(("/se", "/exact")) or k in ("rows", "complete"):
-                    continue
-                g.setdefault(k, _Moments()).add(a.astype(np.float64))
-                if k.startswith("verifier/") and dom == "all":
-                    sim = ~arr[k.replace("/value", "/exact")].astype(bool) & np.isfinite(a)
-                    g.setdefault(k + "#sim", _Moments()).add(np.where(sim, 1.0, np.nan))
+            for k, m in unit.items():
+                g.setdefault(k, Moments()).merge(m)
         summary.merge(summarise(arr, cfg))
     if len({u.domain for u in units}) == 1:
         stats = {k: v for k, v in stats.items() if k[0] != "all"}
@@ -75,23 +52,24 @@ def _summarise(units: list[Any], cfg: ReportConfig, out: str) -> tuple[list[Any]
     return records, findings(summary, cfg), counts
 
 
-def _records(base: dict[str, Any], g: dict[str, _Moments], cfg: ReportConfig) -> list[dict[str, Any]]:
+def _records(base: dict[str, Any], g: dict[str, Moments], cfg: ReportConfig) -> list[dict[str, Any]]:
     out = []
     for s, n in cfg.pairs():
-        m = g.get(f"alpha/{s}/{n}", _Moments())
+        m = g.get(f"alpha/{s}/{n}", Moments())
         mean, lo, hi = m.ci95()
         rec = dict(base, scheme=s, n=n, method="alpha*", kind="bound", exact=True, positions=m.n, mean=mean)
         out.append(dict(rec, ci_low=lo, ci_high=hi, sim_se=0.0, alpha_star=mean, gap_abs=0.0, gap_rel=0.0))
         out[-1]["tokens_per_call"] = expected_tokens(mean, cfg.gamma)
     alpha = {(r["scheme"], r["n"]): r["mean"] for r in out}
     for v, s, n in cfg.verifier_runs():
-        m = g.get(f"verifier/{v}/{s}/{n}/value", _Moments())
+        m = g.get(f"verifier/{v}/{s}/{n}/value", Moments())
         mean, lo, hi = m.ci95()
-        sim = g.get(f"verifier/{v}/{s}/{n}/value#sim", _Moments())
+        sim = g.get(f"verifier/{v}/{s}/{n}/value#sim", Moments())
         for scheme in [s] if v != "sd" else list(cfg.schemes):
             a = alpha.get((scheme, n), math.nan)
-            rec = dict(base, scheme=scheme, n=n, method=v, kind="verifier", exact=sim.n == 0, positions=m.n)
-            rec.update(mean=mean, ci_low=lo, ci_high=hi, sim_se=math.nan if sim.n else 0.0, alpha_star=a)
+            simulated = sim.total > 0  # a sum of 0/1 indicators
+            rec = dict(base, scheme=scheme, n=n, method=v, kind="verifier", exact=not simulated, positions=m.n)
+            rec.update(mean=mean, ci_low=lo, ci_high=hi, sim_se=math.nan if simulated else 0.0, alpha_star=a)
             rec.update(gap_abs=a - mean, gap_rel=(a - mean) / a if a > 0 else math.nan)
             out.append(dict(rec, tokens_per_call=expected_tokens(mean, cfg.gamma)))
     for key in sorted(

@@ -11,6 +11,9 @@ order of the units, the chunking of the positions or the number of workers, bit 
 * :class:`Sketch`: the median of values in [0, 1] from a histogram of 10^4 equal bins. It is within
   ``SKETCH_ERROR`` (half a bin, 5e-5) of numpy's median: the two middle values lie in the bins whose
   midpoints it averages.
+* :class:`Moments`: count, exact sum and exact sum of squares of finite values: the records' mean,
+  95% interval and standard errors (one formula, :meth:`Moments.ci95`, for the dense and the log
+  report). The sample variance is (n S2 - S1^2) / (n (n - 1)) of exact integers, rounded once.
 * :class:`Summary`: named Stats and Sketches plus "all exact" flags, merged key by key.
 """
 
@@ -22,13 +25,26 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["SCALE", "SKETCH_BINS", "SKETCH_ERROR", "Sketch", "Stat", "Summary", "exact_sum"]
+__all__ = [
+    "SCALE",
+    "SKETCH_BINS",
+    "SKETCH_ERROR",
+    "Z95",
+    "Moments",
+    "Sketch",
+    "Stat",
+    "Summary",
+    "exact_sum",
+    "exact_square_sum",
+]
 
 #: 2^-SCALE divides every float64 (the smallest subnormal is 2^-1074, frexp's mantissa has 53 bits).
 SCALE = 1130
 #: Bins of the median sketch on [0, 1]; the median is within SKETCH_ERROR of numpy's.
 SKETCH_BINS = 10_000
 SKETCH_ERROR = 0.5 / SKETCH_BINS
+#: The normal quantile of the records' two-sided 95% intervals.
+Z95 = 1.96
 
 
 def exact_sum(x: NDArray[np.float64]) -> int:
@@ -53,6 +69,32 @@ def exact_sum(x: NDArray[np.float64]) -> int:
 
 #: values per bincount: its partial sums (< 2^27 each) stay exact in float64 below 2^53
 _EXACT_BLOCK = 1 << 26
+#: |x| in [_SQ_LO, _SQ_HI): Dekker's product of x by itself is exact (no underflow: the halves'
+#: products are multiples of 2^(2e - 106) >= 2^-1064; no overflow: x^2 < 2^1022)
+_SQ_LO, _SQ_HI = 2.0**-480, 2.0**511
+
+
+def exact_square_sum(x: NDArray[np.float64]) -> int:
+    """The sum of the squares of finite float64 values, exactly, as an integer multiple of 2^-(2 SCALE).
+
+    Each square is its rounding s = fl(x^2) plus the rounding error, which Dekker's product (x split
+    into halves of 26 significant bits by Veltkamp's constant) gives exactly as a float64; both are
+    added by :func:`exact_sum`. Values outside [2^-480, 2^511) (never a probability's scale, but
+    allowed) are squared as Python ints."""
+    x = np.abs(np.asarray(x, dtype=np.float64).ravel())
+    mid = (x >= _SQ_LO) & (x < _SQ_HI)
+    xm = x[mid]
+    s = xm * xm
+    c = xm * 134217729.0  # 2^27 + 1
+    hi = c - (c - xm)
+    lo = xm - hi
+    err = ((hi * hi - s) + 2.0 * (hi * lo)) + lo * lo  # x^2 - s, exactly (no underflow or overflow here)
+    total = (exact_sum(s) + exact_sum(err)) << SCALE
+    for v in x[~mid & (x > 0)].tolist():
+        m, e = math.frexp(v)
+        mant = int(m * 2.0**53)
+        total += (mant * mant) << (2 * (e - 53) + 2 * SCALE)  # the shift is >= 8 for every float64
+    return total
 
 
 class Stat:
@@ -106,6 +148,72 @@ class Stat:
 
     def __repr__(self) -> str:
         return f"Stat(n={self.n}, mean={self.mean!r}, min={self.lo!r}, max={self.hi!r})"
+
+
+class Moments:
+    """Count, exact sum and exact sum of squares of the finite values added; merges exactly, so a
+    record's mean, interval and standard error do not depend on how its positions were split or
+    in which order the parts came (see the module)."""
+
+    __slots__ = ("n", "total", "squares")
+
+    def __init__(self) -> None:
+        self.n, self.total, self.squares = 0, 0, 0
+
+    def add(self, x: NDArray[Any]) -> Moments:
+        """Add the finite values of ``x`` (booleans as 0 / 1)."""
+        x = np.asarray(x)
+        if x.dtype == np.bool_:  # an indicator: its sum and its sum of squares are one count
+            c = int(np.count_nonzero(x))
+            self.n += int(x.size)
+            self.total += c << SCALE
+            self.squares += c << (2 * SCALE)
+            return self
+        x = x.astype(np.float64, copy=False).ravel()
+        x = x[np.isfinite(x)]
+        if x.size:
+            self.n += int(x.size)
+            self.total += exact_sum(x)
+            self.squares += exact_square_sum(x)
+        return self
+
+    def merge(self, other: Moments) -> Moments:
+        self.n += other.n
+        self.total += other.total
+        self.squares += other.squares
+        return self
+
+    @property
+    def mean(self) -> float:
+        """The exactly rounded mean (NaN without values)."""
+        return self.total / (self.n << SCALE) if self.n else math.nan
+
+    @property
+    def sum_squares(self) -> float:
+        """The exactly rounded sum of squares."""
+        return self.squares / (1 << (2 * SCALE))
+
+    def ci95(self) -> tuple[float, float, float]:
+        """(mean, low, high): the normal 95% interval mean -+ Z95 s / sqrt(n), s^2 the sample variance;
+        the half-width is NaN for one value, everything NaN for none."""
+        if self.n == 0:
+            return math.nan, math.nan, math.nan
+        m = self.mean
+        if self.n == 1:
+            return m, math.nan, math.nan
+        # s^2 / n from exact integers, rounded once: (n S2 - S1^2) / (n^2 (n - 1))
+        h = Z95 * math.sqrt((self.n * self.squares - self.total**2) / ((self.n * self.n * (self.n - 1)) << (2 * SCALE)))
+        return m, m - h, m + h
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Moments) and (self.n, self.total, self.squares) == (
+            other.n,
+            other.total,
+            other.squares,
+        )
+
+    def __repr__(self) -> str:
+        return f"Moments(n={self.n}, mean={self.mean!r})"
 
 
 class Sketch:

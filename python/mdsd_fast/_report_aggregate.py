@@ -10,26 +10,27 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ._findings import findings, summarise
-from ._merge import Summary
+from ._merge import Moments, Summary
 from ._report_config import ReportConfig, Unit, expected_tokens
 
 
-def _ci95(x: NDArray[np.float64]) -> tuple[float, float, float]:
-    x = x[np.isfinite(x)]
-    if x.size == 0:
-        return math.nan, math.nan, math.nan
-    m = float(x.mean())
-    h = 1.96 * float(x.std(ddof=1)) / math.sqrt(x.size) if x.size > 1 else math.nan
-    return m, m - h, m + h
+def _moments(arrs: list[dict[str, NDArray[Any]]], key: str, rows: str | None = None) -> Moments:
+    """Exact moments of ``key`` over the units ``arrs`` (``rows``: only where that key is finite)."""
+    m = Moments()
+    for a in arrs:
+        m.add(a[key] if rows is None else a[key][np.isfinite(a[rows])])
+    return m
 
 
-def _records_for(base: dict[str, Any], arr: dict[str, NDArray[Any]], cfg: ReportConfig) -> list[dict[str, Any]]:
-    """Records of one group of positions (per-position arrays as stored in a shard)."""
+def _records_for(base: dict[str, Any], arrs: list[dict[str, NDArray[Any]]], cfg: ReportConfig) -> list[dict[str, Any]]:
+    """Records of one group of positions: one unit's arrays (as stored in its shard) or several units'
+    pooled. Means, intervals and standard errors come from exact moments (``Moments.ci95``, the log
+    report's formula too), so a pooled record does not depend on the order of its units."""
     records: list[dict[str, Any]] = []
     alpha_mean: dict[tuple[str, int], float] = {}
     for s, n in cfg.pairs():
-        a = arr[f"alpha/{s}/{n}"]
-        m, lo, hi = _ci95(a)
+        mom = _moments(arrs, f"alpha/{s}/{n}")
+        m, lo, hi = mom.ci95()
         alpha_mean[(s, n)] = m
         records.append(
             dict(
@@ -39,7 +40,7 @@ def _records_for(base: dict[str, Any], arr: dict[str, NDArray[Any]], cfg: Report
                 method="alpha*",
                 kind="bound",
                 exact=True,
-                positions=int(np.isfinite(a).sum()),
+                positions=mom.n,
                 mean=m,
                 ci_low=lo,
                 ci_high=hi,
@@ -51,12 +52,12 @@ def _records_for(base: dict[str, Any], arr: dict[str, NDArray[Any]], cfg: Report
             )
         )
     for v, s, n in cfg.verifier_runs():
-        val = arr[f"verifier/{v}/{s}/{n}/value"]
-        se = arr[f"verifier/{v}/{s}/{n}/se"]
-        exact = bool(np.all(arr[f"verifier/{v}/{s}/{n}/exact"]))
-        m, lo, hi = _ci95(val)
-        ok = np.isfinite(val)
-        sim_se = float(math.sqrt(float(np.sum(se[ok] ** 2))) / max(1, int(ok.sum())))
+        key = f"verifier/{v}/{s}/{n}"
+        exact = all(bool(np.all(a[f"{key}/exact"])) for a in arrs)
+        mom = _moments(arrs, f"{key}/value")
+        m, lo, hi = mom.ci95()
+        # the standard error of the mean of independent estimates: sqrt(sum se^2) / count
+        sim_se = math.sqrt(_moments(arrs, f"{key}/se", rows=f"{key}/value").sum_squares) / max(1, mom.n)
         for scheme in [s] if v != "sd" else list(cfg.schemes):
             a_s = alpha_mean.get((scheme, n), math.nan)
             records.append(
@@ -67,7 +68,7 @@ def _records_for(base: dict[str, Any], arr: dict[str, NDArray[Any]], cfg: Report
                     method=v,
                     kind="verifier",
                     exact=exact,
-                    positions=int(ok.sum()),
+                    positions=mom.n,
                     mean=m,
                     ci_low=lo,
                     ci_high=hi,
@@ -84,7 +85,8 @@ def _records_for(base: dict[str, Any], arr: dict[str, NDArray[Any]], cfg: Report
 def _aggregate(
     units: list[Unit], cfg: ReportConfig, out_dir: str
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, NDArray[Any]]]]:
-    """Per-unit records, then the same pooled over domains (domain = "all") per (temperature, draft)."""
+    """Per-unit records, then the same pooled over domains (domain = "all") per (temperature, draft),
+    from the units' exact moments merged (never a concatenation, whose float sums follow its order)."""
     records: list[dict[str, Any]] = []
     positions: dict[str, dict[str, NDArray[Any]]] = {}
     pooled: dict[tuple[Any, str], list[dict[str, NDArray[Any]]]] = {}
@@ -93,15 +95,11 @@ def _aggregate(
             arr = {k: z[k] for k in z.files if k != "__meta__"}
         positions[u.shard_name] = arr
         temp = None if math.isnan(u.temperature) else u.temperature
-        records += _records_for(dict(domain=u.domain, temperature=temp, draft=u.draft), arr, cfg)
+        records += _records_for(dict(domain=u.domain, temperature=temp, draft=u.draft), [arr], cfg)
         pooled.setdefault((temp, u.draft), []).append(arr)
     if len({u.domain for u in units}) > 1:
         for (temp, draft), arrs in pooled.items():
-            cat = {
-                k: (np.concatenate([a[k] for a in arrs]) if arrs[0][k].ndim else np.array([a[k] for a in arrs]))
-                for k in arrs[0]
-            }
-            records += _records_for(dict(domain="all", temperature=temp, draft=draft), cat, cfg)
+            records += _records_for(dict(domain="all", temperature=temp, draft=draft), arrs, cfg)
     return records, positions
 
 

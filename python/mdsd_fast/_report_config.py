@@ -22,7 +22,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from . import __version__
-from ._validate import SCHEMES, mixed_parts, scheme_family
+from ._validate import SCHEMES, check_threads, mixed_parts, scheme_family
 from .data import LMDataset, default_dataset_path, from_arrays, load_dataset
 from .limits import REPORT_MAX_N
 from .verifiers import verifiers
@@ -77,7 +77,8 @@ class ReportConfig:
     #: on a cut sample (Gemma): intervals containing alpha* of the uncut rows, iid and wor, n >= 2
     #: (``mdsd_fast.truncation.sample_bounds``; ~0.2-0.3 s per position and n at V = 262,144)
     bounds: bool = False
-    threads: int | None = None  #: C++ threads per unit (None = all cores)
+    #: C++ threads per unit, validation included (None = all cores; checked as every ``threads=``)
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         for s in self.schemes:
@@ -103,6 +104,7 @@ class ReportConfig:
         b = self.wor_work_budget
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, float)) or not 0 < b < math.inf):
             raise ValueError(f"wor_work_budget: expected a positive number of grid operations or None, got {b!r}")
+        check_threads(self.threads)  # a bad value is named here, not in the first unit (or a worker)
 
     def fingerprint(self) -> str:
         d = {k: v for k, v in self.__dict__.items() if k not in ("threads", "gamma")}

@@ -126,7 +126,9 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
         for s, n in cfg.pairs():
             if s in ("iid", "wor") and n >= 2:
                 # what the cut can do: alpha* of the uncut rows lies in [low, high] (docs/gemma.md)
-                arrays[f"bounds/{s}/{n}/low"], arrays[f"bounds/{s}/{n}/high"] = sample_bounds(ds, n, s)
+                arrays[f"bounds/{s}/{n}/low"], arrays[f"bounds/{s}/{n}/high"] = sample_bounds(
+                    ds, n, s, threads=cfg.threads
+                )
     arrays["rows"] = row_ids
     arrays["sum_min"] = np.minimum(p, q).sum(axis=1)
     meta = dict(

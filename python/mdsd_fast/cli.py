@@ -161,6 +161,12 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
     )
     rp.add_argument("--workers", type=positive_int, default=1, help="local worker processes (default 1)")
     rp.add_argument(
+        "--threads",
+        type=positive_int,
+        default=None,
+        help="C++ threads per group, validation included (default: all cores; 1 with --workers > 1 or --scheduler)",
+    )
+    rp.add_argument(
         "--scheduler",
         default=None,
         help="Dask scheduler address, e.g. tcp://127.0.0.1:8786 (checked first: an unreachable one is an error)",
@@ -228,7 +234,7 @@ def _report(args: argparse.Namespace) -> int:
             bounds=args.bounds,
             seed=args.seed,
             gamma=args.gamma,
-            threads=1 if (args.workers > 1 or args.scheduler) else None,
+            threads=args.threads or (1 if (args.workers > 1 or args.scheduler) else None),
         )
     except ValueError as exc:
         field_, _, rest = str(exc).partition(": ")

@@ -37,7 +37,7 @@ from ._intervals_sparse import (
     sparse_parts,
     unseen_mass,
 )
-from ._validate import _as_float_array, _sampled, check_n, check_scheme, mixed_parts
+from ._validate import _as_float_array, _sampled, check_n, check_scheme, check_threads, mixed_parts
 from .bound import optimal_acceptance
 from .sparse import is_sparse
 
@@ -172,7 +172,7 @@ def _top(q: _Log, m: int) -> _B:
     return mask
 
 
-def _low(p: _Log, q: _Log, n: int, scheme: str, m: int) -> _F:
+def _low(p: _Log, q: _Log, n: int, scheme: str, m: int, threads: int | None = None) -> _F:
     """alpha* of the pessimistic pair: p's unseen mass on a phantom never drafted, q's on phantoms
     p never gives, each below the m-th logged q value so the top m stays T (docs/intervals.md §2).
 
@@ -199,11 +199,11 @@ def _low(p: _Log, q: _Log, n: int, scheme: str, m: int) -> _F:
         pt[:, V] = p.u[rows]
         qt[:, :V] = q.x[rows]
         qt[:, V + 1 :] = (q.u[rows] / Jr)[:, None]
-        low[rows] = np.asarray(optimal_acceptance(pt, qt, n, scheme), dtype=np.float64)
+        low[rows] = np.asarray(optimal_acceptance(pt, qt, n, scheme, threads=threads), dtype=np.float64)
     return low - np.where(q.u > 0, k * (k - 1) / 2 / J if wor else 0.0, 0.0)  # no unseen mass: exact
 
 
-def _q_min_wor(w: _F, w_out: _F, k: int) -> _F:
+def _q_min_wor(w: _F, w_out: _F, k: int, threads: int | None = None) -> _F:
     """Pr[k draws without replacement from weights (w, w_out) all fall in w's tokens]: 1 - alpha* of
     the pair p = (0, ..., 0, 1), q = (w, w_out), whose only cut worth taking is "w's tokens"."""
     B, L = w.shape
@@ -215,11 +215,11 @@ def _q_min_wor(w: _F, w_out: _F, k: int) -> _F:
     qq /= qq.sum(axis=1, keepdims=True)
     pp = np.zeros_like(qq)
     pp[:, -1] = 1.0
-    out[ok] = 1.0 - np.asarray(optimal_acceptance(pp, qq, k, "wor"), dtype=np.float64)
+    out[ok] = 1.0 - np.asarray(optimal_acceptance(pp, qq, k, "wor", threads=threads), dtype=np.float64)
     return out
 
 
-def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool) -> _F:
+def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool, threads: int | None = None) -> _F:
     """``1 + p_max(H) - Q_min(H)`` (H contains T, and the hidden tokens if ``hidden_in``): the
     largest cut value of H over completions."""
     inside = (H & p.unseen).sum(axis=1) + (p.hidden if hidden_in else 0)
@@ -236,20 +236,22 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool) -> 
     # the lump, and refining raises Q (docs/intervals.md §3)
     w = np.concatenate([w, np.maximum(0.0, q.u - out_room)[:, None]], axis=1)
     w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
-    q_min = _q_min_wor(w, w_out, k)
+    q_min = _q_min_wor(w, w_out, k, threads)
     return np.asarray(1.0 + p_max - q_min, dtype=np.float64)
 
 
-def _certs(pc: _F, qc: _F, n: int, scheme: str, T: _B) -> tuple[_F, _B]:
+def _certs(pc: _F, qc: _F, n: int, scheme: str, T: _B, threads: int | None = None) -> tuple[_F, _B]:
     """alpha* of a completion and its certificates as a (B, V) mask (with T, for the mixed schemes)."""
-    alpha, certs = optimal_acceptance(pc, qc, n, scheme, return_certificate=True)
+    alpha, certs = optimal_acceptance(pc, qc, n, scheme, return_certificate=True, threads=threads)
     H = T.copy()
     for r, c in enumerate(certs):
         H[r, c] = True
     return np.asarray(alpha, dtype=np.float64), H
 
 
-def _high(p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, steps: int) -> tuple[_F, _F, _F]:
+def _high(
+    p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, steps: int, threads: int | None = None
+) -> tuple[_F, _F, _F]:
     """min over candidate certificates of their largest cut value (docs/intervals.md §3), and the
     largest and smallest alpha* among the completions visited (witnesses: the true extremes lie
     between them and the bounds).
@@ -267,20 +269,20 @@ def _high(p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, steps: int) -> t
 
     def visit(pc: _F, qc: _F) -> _B:
         nonlocal best, witness, lowest
-        alpha, H = _certs(pc, qc, n, scheme, T)
+        alpha, H = _certs(pc, qc, n, scheme, T, threads)
         lowest = np.minimum(lowest, alpha)
         better = alpha > witness
         start_p[better], start_q[better] = pc[better], qc[better]
         witness = np.maximum(witness, alpha)
         for Hv, hid in ((H & ~both_unseen, False), (H | both_unseen, True)):  # concave in |H ∩ D|: ends
-            best = np.minimum(best, _cut(p, q, Hv, T, n - m, wor, hid))
+            best = np.minimum(best, _cut(p, q, Hv, T, n - m, wor, hid, threads))
         return H
 
     for pc, qc in completions(p, q):
         visit(pc, qc)
     pc, qc = start_p.copy(), start_q.copy()
     ids = np.broadcast_to(np.arange(V, dtype=np.float64), p.x.shape) / V
-    H = _certs(pc, qc, n, scheme, T)[1]
+    H = _certs(pc, qc, n, scheme, T, threads)[1]
     for s in range(steps):
         gamma = 2.0 / (s + 3)
         pc = (1 - gamma) * pc + gamma * _fill(p, ids - 2.0 * H)
@@ -297,6 +299,7 @@ def acceptance_bounds(
     *,
     verifier: str | None = None,
     search_steps: int = SEARCH_STEPS,
+    threads: int | None = None,
 ) -> tuple[Any, Any]:
     """Interval (low, high) that contains alpha* of every completion of truncated logs p and q.
 
@@ -323,6 +326,8 @@ def acceptance_bounds(
         The search runs for the without-replacement schemes, and for i.i.d. drafts only on rows
         too large for the exact minimum over every H (more than ``MAX_ROW_CELLS`` sizes of H,
         e.g. some top-100 logs); elsewhere ``high`` is that minimum and the steps change nothing.
+    threads : C++ threads of every alpha* computed inside (None: all cores), as in
+        ``optimal_acceptance``; the interval does not depend on it.
 
     Returns
     -------
@@ -342,9 +347,10 @@ def acceptance_bounds(
             raise ValueError(f"n: verifier 'sd' checks one draft, got n = {n!r}")
     if isinstance(search_steps, bool) or not isinstance(search_steps, int) or search_steps < 0:
         raise ValueError(f"search_steps: expected a non-negative integer, got {search_steps!r}")
-    lo, hi, _, _, batched = _bounds(p, q, n, scheme, search_steps)
+    check_threads(threads)  # named before any work
+    lo, hi, _, _, batched = _bounds(p, q, n, scheme, search_steps, threads=threads)
     if verifier in ("rrs", "rrs-wor"):
-        lo = _bounds(p, q, 1, "iid", 0)[0]
+        lo = _bounds(p, q, 1, "iid", 0, threads=threads)[0]
     if not batched:
         return float(lo[0]), float(hi[0])
     return lo, hi
@@ -374,10 +380,10 @@ def _parts(p: ArrayLike, q: ArrayLike) -> tuple[Parts, Parts, int, bool]:
 
 
 def _bounds(
-    p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int, witnesses: bool = False
+    p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int, witnesses: bool = False, *, threads: int | None = None
 ) -> tuple[_F, _F, _F, _F, bool]:
     """(low, high, smallest and largest alpha* of the completions tried (NaN where no search ran;
-    ``witnesses`` runs it on every row), batched)."""
+    ``witnesses`` runs it on every row), batched); ``threads`` goes to every ``optimal_acceptance``."""
     scheme = check_scheme(scheme)
     n = check_n(n)
     P, Q, V, batched = _parts(p, q)
@@ -401,7 +407,7 @@ def _bounds(
         lo, hi = topk_range(pl, T)
         wlo, whi = lo.copy(), hi.copy()
     else:
-        lo, hi = _low(pl, ql, n, scheme, m), np.ones(B)
+        lo, hi = _low(pl, ql, n, scheme, m, threads), np.ones(B)
         a = ((pl.x > 0) & (ql.x > 0)).sum(axis=1)
         fast = (
             np.zeros(B, dtype=bool)
@@ -414,7 +420,7 @@ def _bounds(
         search = np.flatnonzero(~fast | witnesses)
         for rows, pg, qg in column_groups(P, Q, V, search, _Log, COMPRESS_KEEP) if search.size else []:
             h, whi[rows], wlo[rows] = _high(
-                pg, qg, n, scheme, m, _top(qg, m) if m else np.zeros(pg.x.shape, bool), steps
+                pg, qg, n, scheme, m, _top(qg, m) if m else np.zeros(pg.x.shape, bool), steps, threads
             )
             hi[rows] = np.where(fast[rows], hi[rows], h)
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)

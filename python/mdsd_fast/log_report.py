@@ -7,10 +7,11 @@ per-position computation as the report (report.position_values: exact alpha* and
 acceptance, on each row's union support), truncated rows through ``acceptance_bounds`` (an interval
 per position, in sub-batches of ``BOUNDS_ROWS``: its compressed groups are >= 2,048 columns wide). A unit writes its
 per-position values to ``<out>/shards/`` atomically with a resume key (the shard's sha256 from the
-manifest, the selection, the config, the code); the summary merges per-unit moments in unit order,
-and the dense report's findings from exact mergeable per-unit summaries (mdsd_fast._findings).
+manifest, the selection, the config, the code); the records come from per-unit exact moments and
+the dense report's findings from exact mergeable per-unit summaries (mdsd_fast._merge, _findings).
 No value depends on the chunk size, the unit order or the number of workers: every row is computed
-on its own union support, and simulated streams are keyed by the row's ``row_id``.
+on its own union support, and simulated streams are keyed by the row's ``row_id``. Every kernel and
+validation pass of a unit runs on ``config.threads`` (None: all cores).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from numpy.typing import NDArray
 from . import __version__
 from ._log_summary import _summarise, interval_markdown
 from ._scheduler import check_scheduler
+from ._validate import check_threads
 from .intervals import _VERIFIER_SCHEMES as _INTERVAL_VERIFIERS
 from .intervals import acceptance_bounds
 from .logs import MANIFEST, LogChunk, Logs, open_logs
@@ -135,7 +137,9 @@ def _bounds(chunk: LogChunk, cfg: ReportConfig) -> dict[str, NDArray[np.float64]
                 for r in [rows] if rows.size else []:
                     sub = chunk.take(r)
                     try:
-                        lo[r], hi[r] = acceptance_bounds(_any(sub.topk("p")), _any(sub.topk("q")), n, s, verifier=v)
+                        lo[r], hi[r] = acceptance_bounds(
+                            _any(sub.topk("p")), _any(sub.topk("q")), n, s, verifier=v, threads=cfg.threads
+                        )
                     except ValueError:  # e.g. a tie at q's top-m cutoff: no interval for that row
                         for i in r:
                             one = chunk.take(np.array([i]))
@@ -143,7 +147,7 @@ def _bounds(chunk: LogChunk, cfg: ReportConfig) -> dict[str, NDArray[np.float64]
                                 lo[i], hi[i] = (
                                     x[0]
                                     for x in acceptance_bounds(
-                                        _any(one.topk("p")), _any(one.topk("q")), n, s, verifier=v
+                                        _any(one.topk("p")), _any(one.topk("q")), n, s, verifier=v, threads=cfg.threads
                                     )
                                 )
                             except ValueError:
@@ -172,7 +176,7 @@ def compute_log_unit(unit: LogUnit, cfg: ReportConfig, out_dir: str) -> str:
         where = np.flatnonzero(comp)
         for idx in _batches(np.diff(chunk.ptr["p"])[where] + np.diff(chunk.ptr["q"])[where], CELLS):
             c = chunk.take(where[idx])
-            pc, qc, _, _ = union_pair(c.topk("p"), c.topk("q"))
+            pc, qc, _, _ = union_pair(c.topk("p"), c.topk("q"), threads=check_threads(cfg.threads))
             for k, a in position_values(pc, qc, cfg, rng_seed, c.row_id, per_row=True).items():
                 if k not in vals:
                     vals[k] = np.full(len(chunk), np.nan) if a.dtype.kind == "f" else np.zeros(len(chunk), dtype=bool)
@@ -284,7 +288,8 @@ def log_report(
     """The gap report over a log directory (see the module docstring). ``domain`` / ``draft``: keep
     those (a value or a list); temperatures are filtered by ``config.temperatures``; ``limit``: the
     first that many positions. Records are the report's (exact, over complete rows) plus ``kind``
-    "interval" records (mean low and high end over truncated rows); returns a GapReport."""
+    "interval" records (mean low and high end over truncated rows); returns a GapReport.
+    ``config.threads``: C++ threads per unit, validation included (as in ``gap_report``)."""
     cfg = config or ReportConfig()
     t0 = time.perf_counter()
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):

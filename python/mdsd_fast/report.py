@@ -41,7 +41,6 @@ from numpy.typing import NDArray
 
 from . import __version__
 from ._report_aggregate import _aggregate as _aggregate
-from ._report_aggregate import _ci95 as _ci95
 from ._report_aggregate import _findings as _findings
 from ._report_aggregate import _records_for as _records_for
 from ._report_config import _FIXED_N as _FIXED_N

@@ -50,11 +50,12 @@ def _logged_roots(ts: TreeDataset, idx: Sequence[int]) -> tuple[NDArray[np.float
 
 
 def root_intervals(
-    ts: TreeDataset, idx: Sequence[int], n: int, scheme: str, verifier: str | None
+    ts: TreeDataset, idx: Sequence[int], n: int, scheme: str, verifier: str | None, *, threads: int | None = None
 ) -> tuple[float, float, str]:
     """(mean low, mean high, note) over trees ``idx`` (roots of the same n and scheme) of intervals
     holding the root acceptance of ``verifier`` (None: alpha* of the scheme) on the uncut root rows;
-    NaN ends and a note where :func:`acceptance_bounds` does not bound that verifier or scheme."""
+    NaN ends and a note where :func:`acceptance_bounds` does not bound that verifier or scheme.
+    ``threads``: of :func:`acceptance_bounds`."""
     if "kmax" not in ts.info or "mass_cut" not in ts.info:
         return math.nan, math.nan, "no cut recorded in the file"
     if verifier is not None and verifier not in _VERIFIER_SCHEMES:
@@ -62,7 +63,7 @@ def root_intervals(
     P, Q = _logged_roots(ts, idx)
     try:
         low: Any
-        low, high = acceptance_bounds(P, Q, n, scheme, verifier=verifier)
+        low, high = acceptance_bounds(P, Q, n, scheme, verifier=verifier, threads=threads)
     except ValueError as exc:  # e.g. a topk root whose drafted set is not fixed by the logged q
         return math.nan, math.nan, f"no root interval: {exc}"
     return float(np.mean(low)), float(np.mean(high)), ""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validate import as_array, as_distribution, mixed_parts
+from .._validate import as_array, as_distribution, check_threads, mixed_parts
 
 __all__ = ["RawTree", "check_tree", "step_law", "TREE_SCHEMES"]
 
@@ -57,8 +57,12 @@ def _check_scheme_name(i: int, s: Any) -> str:
     raise ValueError(f"scheme[{i}] = {s!r}: a sequential tree verifier takes {TREE_SCHEMES}, top<m>+iid, top<m>+wor")
 
 
-def check_tree(parent: Any, token: Any, p: Any, q: Any, draw_ptr: Any, draw_child: Any, scheme: Any) -> RawTree:
-    """The contract arrays validated; a ValueError / TypeError naming the argument otherwise."""
+def check_tree(
+    parent: Any, token: Any, p: Any, q: Any, draw_ptr: Any, draw_child: Any, scheme: Any, *, threads: int | None = None
+) -> RawTree:
+    """The contract arrays validated; a ValueError / TypeError naming the argument otherwise.
+    ``threads``: of the validation of p and q (None: all cores)."""
+    nthreads = check_threads(threads)
     par = _int_vector("parent", parent)
     n = par.size
     if n < 1 or par[0] != -1:
@@ -68,8 +72,8 @@ def check_tree(parent: Any, token: Any, p: Any, q: Any, draw_ptr: Any, draw_chil
     tok = _int_vector("token", token)
     if tok.size != n:
         raise ValueError(f"token has {tok.size} entries, parent has {n}")
-    pp = as_distribution("p", p, ndim=(2,))
-    qq = as_distribution("q", q, ndim=(2,))
+    pp = as_distribution("p", p, ndim=(2,), threads=nthreads)
+    qq = as_distribution("q", q, ndim=(2,), threads=nthreads)
     if pp.shape[0] != n or qq.shape != pp.shape:
         raise ValueError(f"p and q must both have shape (N, V) with N = {n}, got {pp.shape} and {qq.shape}")
     v = pp.shape[1]

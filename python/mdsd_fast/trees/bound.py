@@ -123,24 +123,40 @@ def node_greedy(
     return float(u @ a), a
 
 
-def _prefix_rank(p: NDArray[np.float64], q: NDArray[np.float64], members: Sequence[int], n: int, scheme: str) -> float:
+def _prefix_rank(
+    p: NDArray[np.float64],
+    q: NDArray[np.float64],
+    members: Sequence[int],
+    n: int,
+    scheme: str,
+    threads: int | None = None,
+) -> float:
     """g(S) for S = ``members``: alpha* of (p on S + a never-drafted token holding 1 - p(S), q + that token at 0)."""
     v = p.size
     inside = np.zeros(v + 1)
     inside[list(members)] = p[list(members)]
     inside[v] = max(0.0, 1.0 - float(inside[:v].sum()))
-    return float(optimal_acceptance(inside, np.append(q, 0.0), n, scheme))
+    return float(optimal_acceptance(inside, np.append(q, 0.0), n, scheme, threads=threads))
 
 
-def greedy_value(p: NDArray[np.float64], q: NDArray[np.float64], n: int, scheme: str, u: NDArray[np.float64]) -> float:
+def greedy_value(
+    p: NDArray[np.float64],
+    q: NDArray[np.float64],
+    n: int,
+    scheme: str,
+    u: NDArray[np.float64],
+    *,
+    threads: int | None = None,
+) -> float:
     """The value of ``node_greedy`` with one rank evaluation per distinct weight instead of per token:
-    tokens of equal weight enter together (their split does not change sum u a). Needs u >= 0."""
+    tokens of equal weight enter together (their split does not change sum u a). Needs u >= 0.
+    ``threads``: of each rank's alpha*."""
     pos = np.flatnonzero(p > 0.0)
     levels = np.unique(u[pos])[::-1]
     value, rank, members = 0.0, 0.0, np.zeros(0, dtype=np.int64)
     for w in levels:
         members = np.concatenate([members, pos[u[pos] == w]])
-        new = max(rank, _prefix_rank(p, q, members.tolist(), n, scheme))
+        new = max(rank, _prefix_rank(p, q, members.tolist(), n, scheme, threads))
         value += float(w) * (new - rank)
         rank = new
     return value

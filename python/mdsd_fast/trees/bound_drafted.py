@@ -53,10 +53,13 @@ def _support(tree: DraftTree, i: int) -> NDArray[np.int64]:
     return np.flatnonzero((tree.p[i] > 0.0) | (tree.q[i] > 0.0))
 
 
-def drafted_bound(tree: DraftTree, *, depth: int | None = None, kseq: bool = False) -> BoundInterval:
+def drafted_bound(
+    tree: DraftTree, *, depth: int | None = None, kseq: bool = False, threads: int | None = None
+) -> BoundInterval:
     """The interval of the module docstring for one drafted tree. ``depth``: the drafting law's
     depth (default: the tree's; tokens not drafted at depth d could carry depth - d - 1 more levels);
-    ``kseq``: the tree is K i.i.d. sequences merged by prefix (multiplicity-dependent subtrees)."""
+    ``kseq``: the tree is K i.i.d. sequences merged by prefix (multiplicity-dependent subtrees).
+    ``threads``: of every alpha* inside (None: all cores); the interval does not depend on it."""
     if not isinstance(tree, DraftTree):
         raise TypeError(f"tree: expected a DraftTree, got {type(tree).__name__}")
     tree_depth = int(tree.depth.max())
@@ -94,6 +97,6 @@ def drafted_bound(tree: DraftTree, *, depth: int | None = None, kseq: bool = Fal
                 w_low[j] = 1.0 + alone
         else:
             w_low[at], w_high[at] = 1.0 + low[kids], 1.0 + high[kids]
-        low[i] = greedy_value(p, q, n, sch, w_low)
-        high[i] = greedy_value(p, q, n, sch, w_high)
+        low[i] = greedy_value(p, q, n, sch, w_low, threads=threads)
+        high[i] = greedy_value(p, q, n, sch, w_high, threads=threads)
     return BoundInterval(float(low[0]), float(high[0]))

@@ -347,8 +347,9 @@ class TreeDataset:
             out.append((self._support[a:b], self._p[a:b], self._q[a:b]))
         return out
 
-    def tree(self, t: int) -> RawTree:
-        """Tree ``t`` as validated contract arrays; dense p and q rows renormalised over the support."""
+    def tree(self, t: int, *, threads: int | None = None) -> RawTree:
+        """Tree ``t`` as validated contract arrays; dense p and q rows renormalised over the support.
+        ``threads``: of the validation (None: all cores)."""
         r = self._nodes(t)
         n = len(r)
         p = np.zeros((n, self.vocab_size))
@@ -365,13 +366,14 @@ class TreeDataset:
             self._draw_off[r.start : r.stop + 1] - d0,
             self._draw_child[d0:d1],
             [self._scheme_names[int(s)] for s in self._scheme[r.start : r.stop]],
+            threads=threads,
         )
 
-    def compact_tree(self, t: int) -> tuple[DraftTree, NDArray[np.int64]]:
+    def compact_tree(self, t: int, *, threads: int | None = None) -> tuple[DraftTree, NDArray[np.int64]]:
         """Tree ``t`` as a :class:`DraftTree` over the union of its nodes' stored supports (token ids
         renumbered in increasing order, so ties keep the lowest-id rule) and that union, the real ids.
         Every value is the same as on the dense rows of :meth:`tree` (tokens outside have p = q = 0
-        at every node); the rows are ~1,000 wide instead of 49,152."""
+        at every node); the rows are ~1,000 wide instead of 49,152. ``threads``: of the validation."""
         r = self._nodes(t)
         rows = self.sparse_rows(t)
         vocab = np.unique(np.concatenate([s for s, _, _ in rows]))
@@ -387,7 +389,7 @@ class TreeDataset:
         scheme = [self._scheme_names[int(s)] for s in self._scheme[r.start : r.stop]]
         tree = DraftTree(
             self._parent[r.start : r.stop], token, p, q, self._draw_off[r.start : r.stop + 1] - d0,
-            self._draw_child[d0:d1], scheme,
+            self._draw_child[d0:d1], scheme, threads=threads,
         )  # fmt: skip
         return tree, vocab.astype(np.int64)
 

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validate import as_pair, check_n, check_scheme, mixed_parts
+from .._validate import as_pair, check_n, check_scheme, check_threads, mixed_parts
 from ..bound import TooLargeError
 from ..verifiers import simulate
 from .tree import DraftTree, choices_to_parent
@@ -60,14 +60,14 @@ def _order(q: NDArray[np.float64]) -> list[int]:
     return [int(x) for x in np.argsort(-q, kind="stable")]
 
 
-def tuple_law(q: ArrayLike, n: int, scheme: str) -> list[tuple[tuple[int, ...], float]]:
+def tuple_law(q: ArrayLike, n: int, scheme: str, *, threads: int | None = None) -> list[tuple[tuple[int, ...], float]]:
     """Every ordered draft tuple of a scheme with its probability (tiny vocabularies).
 
     Orders as ``simulate`` draws them: "wor" in draw order; "greedy", "topk" and mixed schemes
     put the deterministic top tokens first, as sorted ids. Refuses (TooLargeError) beyond
-    ``MAX_ENUMERATED`` tuples.
+    ``MAX_ENUMERATED`` tuples. ``threads``: of the validation of q.
     """
-    qa = as_pair(q, q)[1][0]
+    qa = as_pair(q, q, threads=check_threads(threads))[1][0]
     n = check_n(n)
     scheme = check_scheme(scheme, ("iid", "wor", "greedy", "topk", "spechub"))
     V = qa.shape[0]
@@ -95,7 +95,7 @@ def tuple_law(q: ArrayLike, n: int, scheme: str) -> list[tuple[tuple[int, ...], 
         qr[list(top)] = 0.0
         if qr.sum() <= 0:
             raise ValueError(f"q: {scheme!r} needs a token with q > 0 outside the top {m}")
-        for t, w in tuple_law(qr / qr.sum(), n - m, rest):
+        for t, w in tuple_law(qr / qr.sum(), n - m, rest, threads=threads):
             out.append((top + t, w))
     else:  # spechub, n = 2: hub a = argmax q; (i, a) w.p. q(i), (a, i) w.p. q(a) q(i) / (1 - q(a))
         if n != 2:
@@ -111,8 +111,10 @@ def tuple_law(q: ArrayLike, n: int, scheme: str) -> list[tuple[tuple[int, ...], 
 class _Builder:
     """A tree under construction; nodes get ids in the order they are attached (topological)."""
 
-    def __init__(self, oracle: Oracle, cache: dict[tuple[int, ...], tuple[Any, Any]]) -> None:
-        self.oracle, self.cache = oracle, cache
+    def __init__(
+        self, oracle: Oracle, cache: dict[tuple[int, ...], tuple[Any, Any]], threads: int | None = None
+    ) -> None:
+        self.oracle, self.cache, self.threads = oracle, cache, threads
         self.parent: list[int] = []
         self.token: list[int] = []
         self.prefix: list[tuple[int, ...]] = []
@@ -124,7 +126,7 @@ class _Builder:
 
     def copy(self) -> _Builder:
         b = object.__new__(_Builder)
-        b.oracle, b.cache = self.oracle, self.cache
+        b.oracle, b.cache, b.threads = self.oracle, self.cache, self.threads
         b.parent, b.token, b.prefix = list(self.parent), list(self.token), list(self.prefix)
         b.p, b.q, b.mult, b.draws = list(self.p), list(self.q), list(self.mult), dict(self.draws)
         return b
@@ -134,7 +136,7 @@ class _Builder:
             res = self.oracle(prefix)
             if not isinstance(res, Sequence) or len(res) != 2:
                 raise TypeError(f"oracle: prefix {prefix}: expected a pair (p, q), got {type(res).__name__}")
-            p2, q2, batched = as_pair(res[0], res[1])
+            p2, q2, batched = as_pair(res[0], res[1], threads=check_threads(self.threads))
             if batched:
                 raise ValueError(f"oracle: prefix {prefix}: expected p, q of shape (V,)")
             if self.p and p2.shape[1] != self.p[0].shape[0]:
@@ -181,15 +183,18 @@ class _Builder:
             np.array(ptr, np.int64),
             np.array(flat, np.int64),
             schemes,
+            threads=self.threads,
         )
 
 
-def _grow(oracle: Oracle, plan: _Plan, pick: _Pick, root_mult: int) -> list[tuple[float, DraftTree]]:
+def _grow(
+    oracle: Oracle, plan: _Plan, pick: _Pick, root_mult: int, threads: int | None = None
+) -> list[tuple[float, DraftTree]]:
     """Every tree that ``pick`` lets the plan grow (breadth first), with its probability."""
     if not callable(oracle):
         raise TypeError(f"oracle: expected a callable prefix -> (p, q), got {type(oracle).__name__}")
     cache: dict[tuple[int, ...], tuple[Any, Any]] = {}
-    root = _Builder(oracle, cache)
+    root = _Builder(oracle, cache, threads)
     root.mult[0] = root_mult
     states: list[tuple[float, _Builder, deque[int]]] = [(1.0, root, deque([0]))]
     done: list[tuple[float, DraftTree]] = []
@@ -219,22 +224,26 @@ def _grow(oracle: Oracle, plan: _Plan, pick: _Pick, root_mult: int) -> list[tupl
     return done
 
 
-def _sampler(rng: Any) -> _Pick:
+def _sampler(rng: Any, threads: int | None = None) -> _Pick:
     gen = np.random.default_rng(rng)
 
     def pick(
         p: NDArray[np.float64], q: NDArray[np.float64], n: int, scheme: str
     ) -> list[tuple[tuple[int, ...], float]]:
-        drafts = simulate(_drawer(scheme), p, q, n, 1, rng=gen, scheme=scheme).drafts  # type: ignore[arg-type]
+        sim = simulate(_drawer(scheme), p, q, n, 1, rng=gen, scheme=scheme, threads=threads)  # type: ignore[arg-type]
+        drafts = sim.drafts
         return [(tuple(int(x) for x in drafts[0]), 1.0)]
 
     return pick
 
 
-def _enumerator(
-    p: NDArray[np.float64], q: NDArray[np.float64], n: int, scheme: str
-) -> list[tuple[tuple[int, ...], float]]:
-    return tuple_law(q, n, scheme)
+def _enumerator(threads: int | None = None) -> _Pick:
+    def pick(
+        p: NDArray[np.float64], q: NDArray[np.float64], n: int, scheme: str
+    ) -> list[tuple[tuple[int, ...], float]]:
+        return tuple_law(q, n, scheme, threads=threads)
+
+    return pick
 
 
 def _positive(name: str, x: Any) -> int:
@@ -262,39 +271,49 @@ def _branching_plan(branching: Any, scheme: Any) -> _Plan:
     return lambda d, m: (widths[d], scheme) if d < len(widths) else None
 
 
-def draft_kseq(oracle: Oracle, K: int, L: int, *, rng: Any = None) -> DraftTree:
+def draft_kseq(oracle: Oracle, K: int, L: int, *, rng: Any = None, threads: int | None = None) -> DraftTree:
     """K draft sequences of length L, i.i.d. from the draft model (SpecTr / Khisti): the root
-    draws K i.i.d. tokens; a child drawn m times draws m i.i.d. continuations (scheme "iid")."""
+    draws K i.i.d. tokens; a child drawn m times draws m i.i.d. continuations (scheme "iid").
+    ``threads`` (every drafting function): of the validation and the draws (None: all cores)."""
     plan, root = _kseq_plan(K, L)
-    return _grow(oracle, plan, _sampler(rng), root)[0][1]
+    check_threads(threads)
+    return _grow(oracle, plan, _sampler(rng, threads), root, threads)[0][1]
 
 
-def enumerate_kseq(oracle: Oracle, K: int, L: int) -> list[tuple[float, DraftTree]]:
+def enumerate_kseq(oracle: Oracle, K: int, L: int, *, threads: int | None = None) -> list[tuple[float, DraftTree]]:
     """Every tree ``draft_kseq`` can draw, with its probability (the probabilities sum to 1)."""
     plan, root = _kseq_plan(K, L)
-    return _grow(oracle, plan, _enumerator, root)
+    check_threads(threads)
+    return _grow(oracle, plan, _enumerator(threads), root, threads)
 
 
-def draft_branching(oracle: Oracle, branching: Sequence[int], scheme: str = "iid", *, rng: Any = None) -> DraftTree:
+def draft_branching(
+    oracle: Oracle, branching: Sequence[int], scheme: str = "iid", *, rng: Any = None, threads: int | None = None
+) -> DraftTree:
     """Every node at depth d drafts ``branching[d]`` tokens with ``scheme`` ("iid", "wor",
     "greedy", "topk", "top<m>+iid", "top<m>+wor", "spechub"); nodes at depth len(branching) are leaves.
     i.i.d. duplicates merge, and a merged child still drafts ``branching[d + 1]`` tokens."""
-    return _grow(oracle, _branching_plan(branching, scheme), _sampler(rng), 1)[0][1]
+    check_threads(threads)
+    return _grow(oracle, _branching_plan(branching, scheme), _sampler(rng, threads), 1, threads)[0][1]
 
 
-def enumerate_branching(oracle: Oracle, branching: Sequence[int], scheme: str = "iid") -> list[tuple[float, DraftTree]]:
+def enumerate_branching(
+    oracle: Oracle, branching: Sequence[int], scheme: str = "iid", *, threads: int | None = None
+) -> list[tuple[float, DraftTree]]:
     """Every tree ``draft_branching`` can draw, with its probability."""
-    return _grow(oracle, _branching_plan(branching, scheme), _enumerator, 1)
+    check_threads(threads)
+    return _grow(oracle, _branching_plan(branching, scheme), _enumerator(threads), 1, threads)
 
 
-def draft_static(oracle: Oracle, choices: Sequence[Sequence[int]]) -> DraftTree:
+def draft_static(oracle: Oracle, choices: Sequence[Sequence[int]], *, threads: int | None = None) -> DraftTree:
     """A static tree from an EAGLE-style choice list: the child of rank r is the r-th most
     probable token of the parent's q (ties to the lower id). A node whose children are the top k
     tokens of q, all with q > 0, has scheme "topk"; any other set is "static" (deterministic-set rule)."""
     parent, rank = choices_to_parent(choices)
     if not callable(oracle):
         raise TypeError(f"oracle: expected a callable prefix -> (p, q), got {type(oracle).__name__}")
-    b = _Builder(oracle, {})
+    check_threads(threads)
+    b = _Builder(oracle, {}, threads)
     kids: dict[int, list[int]] = {}
     for i in range(1, parent.shape[0]):
         par = int(parent[i])

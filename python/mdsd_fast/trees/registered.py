@@ -22,7 +22,8 @@ __all__ = ["traversal_value", "block_value", "chain_nodes"]
 
 
 def _options(options: dict[str, Any], name: str) -> None:
-    """``threads`` and ``work_budget`` do not apply to these Python recursions; a biased variant does not exist."""
+    """``work_budget`` does not apply to these Python recursions (``threads`` only to the validation of
+    traversal's arrays); a biased variant does not exist."""
     if options.get("naive_residual", False):
         raise ValueError(f"naive_residual: {name!r} has no naive-residual variant (registry verifiers only)")
     unknown = set(options) - {"naive_residual", "threads", "work_budget"}
@@ -57,7 +58,9 @@ def traversal_value(tree: DraftTree, **options: Any) -> TreeValue:
     """Traversal verification's exact value given the drafted tree (trees.traversal), as a TreeValue."""
     _options(options, "traversal")
     t = _check(tree)
-    raw = check_tree(t.parent, t.token, t.p, t.q, t.draw_ptr, t.draw_child, list(t.scheme))
+    raw = check_tree(
+        t.parent, t.token, t.p, t.q, t.draw_ptr, t.draw_child, list(t.scheme), threads=options.get("threads")
+    )
     plans = _plans(raw)
     reach = _traversal_reach(t, plans)
     return TreeValue(_value(plans, 0)[1], _profile(t, reach), reach)

@@ -192,15 +192,18 @@ def _values(
     return out, why
 
 
-def _root_alpha(name: str, t: DraftTree, work_budget: float | None) -> float:
+def _root_alpha(name: str, t: DraftTree, work_budget: float | None, threads: int | None) -> float:
     """The verifier's exact per-position acceptance at the root row (its draft count and scheme)."""
     n = int(t.draw_ptr[1] - t.draw_ptr[0])
     if t.scheme[0] == DETERMINISTIC:
         return float(t.p[0, t.draft_tokens(0)].sum())
-    return float(acceptance(name, t.p[0], t.q[0], n, scheme=t.scheme[0], work_budget=work_budget))  # type: ignore[arg-type]
+    a = acceptance(name, t.p[0], t.q[0], n, scheme=t.scheme[0], work_budget=work_budget, threads=threads)  # type: ignore[arg-type]
+    return float(a)
 
 
-def _root_uncut(ts: TreeDataset, idx: list[int], trees: list[DraftTree], name: str | None) -> tuple[float, float, str]:
+def _root_uncut(
+    ts: TreeDataset, idx: list[int], trees: list[DraftTree], name: str | None, threads: int | None
+) -> tuple[float, float, str]:
     """Mean interval of the root acceptance of ``name`` (None: alpha*) on the uncut root rows."""
     from ._cut import root_intervals
 
@@ -208,7 +211,7 @@ def _root_uncut(ts: TreeDataset, idx: list[int], trees: list[DraftTree], name: s
     if len(roots) != 1:
         return math.nan, math.nan, "roots of different n or scheme: no root interval"
     ((n, sch),) = roots
-    return root_intervals(ts, idx, n, sch, name)
+    return root_intervals(ts, idx, n, sch, name, threads=threads)
 
 
 def _record(shape: str, scheme: str, name: str, kind: str, drafts: str, depth: int) -> dict[str, Any]:
@@ -235,7 +238,8 @@ def tree_report(
     "smollm2-135m", the default, or "gemma3-270m"). ``verifiers``,
     ``shapes``, ``drafts``: names to keep (default: all; verifiers default to
     :data:`TREE_REPORT_VERIFIERS`). ``limit``: at most this many trees per shape, in file order.
-    ``threads``: C++ threads (results do not depend on it). ``work_budget``: of the wor optimal
+    ``threads``: C++ threads of every kernel and validation pass, the trees' own included (results
+    do not depend on it). ``work_budget``: of the wor optimal
     verifiers, as in ``acceptance``. A verifier that refuses a tree (its certificate fails, e.g.
     "optimal" on a wor node over its work budget) leaves its row without a value (``refused`` > 0).
     """
@@ -262,7 +266,7 @@ def tree_report(
     for shape in shape_names:
         idx = [m["tree"] for m in ts.meta if m["shape"] == shape and m["draft"] in draft_names][:limit]
         if idx:
-            picked[shape], kept[shape] = idx, [ts.compact_tree(t)[0] for t in idx]
+            picked[shape], kept[shape] = idx, [ts.compact_tree(t, threads=threads)[0] for t in idx]
     if not kept:
         raise ValueError(f"shapes, drafts: no tree of the data is of shape {shape_names} and draft {draft_names}")
     serve = {s: [n for n in names if _applies(n, trees) is None] for s, trees in kept.items()}
@@ -288,12 +292,14 @@ def tree_report(
             rec["accepted"] = rec["tokens_per_call"] - 1.0
             try:  # the root's exact alpha: a certificate can refuse it like a tree (then no chain formula)
                 alpha = (
-                    np.array([_root_alpha(name, t, work_budget) for t in trees]) if name not in _TREE_LEVEL else None
+                    np.array([_root_alpha(name, t, work_budget, threads) for t in trees])
+                    if name not in _TREE_LEVEL
+                    else None
                 )
             except ValueError as exc:
                 alpha, rec["note"] = None, f"no chain formula: {exc}"
             if name not in _TREE_LEVEL:  # the root acceptance of the uncut rows, where the cut allows it
-                rec["root_uncut_low"], rec["root_uncut_high"], why_not = _root_uncut(ts, idx, trees, name)
+                rec["root_uncut_low"], rec["root_uncut_high"], why_not = _root_uncut(ts, idx, trees, name, threads)
                 rec["note"] = rec["note"] or why_not
             if alpha is not None:
                 per_tree[(shape, name + ":root_alpha")] = alpha
@@ -310,8 +316,8 @@ def tree_report(
                 m, lo, hi = _ci(prof[:, d])
                 profiles.append(dict(shape=shape, scheme=scheme, verifier=name, depth=d + 1, p_accepted_ge=m,
                                      ci_low=lo, ci_high=hi, trees=len(vals)))  # fmt: skip
-        records.append(_bound_record(shape, scheme, dr, depth, trees, SHAPES.get(shape)))
-        records[-1]["root_uncut_low"], records[-1]["root_uncut_high"], _ = _root_uncut(ts, idx, trees, None)
+        records.append(_bound_record(shape, scheme, dr, depth, trees, SHAPES.get(shape), threads))
+        records[-1]["root_uncut_low"], records[-1]["root_uncut_high"], _ = _root_uncut(ts, idx, trees, None, threads)
         if np.isfinite(records[-1]["bound_low"]):
             per_tree[(shape, "bound")] = np.array(records[-1].pop("_per_tree"))
         records[-1].pop("_per_tree", None)
@@ -329,7 +335,7 @@ def tree_report(
 
 
 def _bound_record(
-    shape: str, scheme: str, drafts: str, depth: int, trees: list[DraftTree], law: Any
+    shape: str, scheme: str, drafts: str, depth: int, trees: list[DraftTree], law: Any, threads: int | None
 ) -> dict[str, Any]:  # fmt: skip
     """The "bound" row: the tree bound of the drafting law at each root context lies in
     [low + 1, high + 1] tokens per call; ci_low / ci_high are the t-interval ends of the two means."""
@@ -338,7 +344,8 @@ def _bound_record(
     if law is None or law.kind not in ("chain", "branch", "kseq", "static", "dynamic"):
         rec["note"] = f"shape {shape!r}: drafting law unknown (not in lm_trees.SHAPES), no bound"
         return rec
-    iv = [drafted_bound(t, depth=max(law.depth, int(t.depth.max())), kseq=law.kind == "kseq") for t in trees]
+    kseq = law.kind == "kseq"
+    iv = [drafted_bound(t, depth=max(law.depth, int(t.depth.max())), kseq=kseq, threads=threads) for t in trees]
     low = np.array([b.low + 1.0 for b in iv])
     high = np.array([b.high + 1.0 for b in iv])
     rec["bound_low"], rec["ci_low"], _ = _ci(low)

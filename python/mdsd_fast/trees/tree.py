@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validate import as_array, as_distribution, mixed_parts
+from .._validate import as_array, as_distribution, check_threads, mixed_parts
 
 __all__ = ["DraftTree", "TREE_SCHEMES", "choices_to_parent", "q_ranks"]
 
@@ -67,6 +67,8 @@ class DraftTree:
     p, q : float64 (N, V), target and draft next-token distributions at each node.
     draw_ptr : int64 (N + 1,), draw_child : int64 (M,), the ordered draft tuple of each node as child ids.
     scheme : N str (stored as a tuple), the draft scheme of each node's tuple ("" for a leaf).
+    threads : keyword only, not stored: C++ threads of the validation of p and q at construction
+        (None: all cores; as every ``threads=``). Values computed from the tree later take their own.
     """
 
     parent: NDArray[np.int64]
@@ -77,8 +79,11 @@ class DraftTree:
     draw_child: NDArray[np.int64]
     scheme: Sequence[str]
     depth: NDArray[np.int64] = field(init=False)
+    _: KW_ONLY
+    threads: InitVar[int | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, threads: int | None) -> None:
+        nthreads = check_threads(threads)  # the caller's choice covers the validation pass too
         parent = _ids("parent", self.parent, "(N,)")
         N = parent.shape[0]
         if N == 0:
@@ -86,8 +91,8 @@ class DraftTree:
         token = _ids("token", self.token, "(N,)")
         if token.shape[0] != N:
             raise ValueError(f"token: expected shape ({N},) like parent, got {token.shape}")
-        p = as_distribution("p", self.p, ndim=(2,))
-        q = as_distribution("q", self.q, ndim=(2,))
+        p = as_distribution("p", self.p, ndim=(2,), threads=nthreads)
+        q = as_distribution("q", self.q, ndim=(2,), threads=nthreads)
         if p.shape != q.shape or p.shape[0] != N:
             raise ValueError(f"p, q: expected shape ({N}, V) each, got {p.shape} and {q.shape}")
         V = p.shape[1]
@@ -207,10 +212,13 @@ class DraftTree:
         p: ArrayLike,
         q: ArrayLike,
         scheme: str = "static",
+        *,
+        threads: int | None = None,
     ) -> DraftTree:
         """A tree from first-child / next-sibling arrays; each node's tuple is its children in
         sibling order, with ``scheme`` (default "static", the engines' fixed sets). ``token[0]``
-        (the engines' root token) is ignored. Node ids are kept, so they must be topological."""
+        (the engines' root token) is ignored. Node ids are kept, so they must be topological.
+        ``threads``: of the validation, as in the constructor."""
         tok = _ids("token", token, "(N,)").copy()
         first = _ids("retrive_next_token", retrive_next_token, "(N,)")
         sib = _ids("retrive_next_sibling", retrive_next_sibling, "(N,)")
@@ -237,7 +245,8 @@ class DraftTree:
             raise ValueError(f"retrive_next_token: node {int(unreached[0])} is not reached from the root")
         tok[0] = -1
         schemes = [scheme if ptr[i + 1] > ptr[i] else "" for i in range(N)]
-        return cls(parent, tok, np.asarray(p), np.asarray(q), np.asarray(ptr), np.asarray(child, np.int64), schemes)
+        arrays = (np.asarray(p), np.asarray(q), np.asarray(ptr), np.asarray(child, np.int64))
+        return cls(parent, tok, *arrays, schemes, threads=threads)
 
     def to_choices(self) -> list[list[int]]:
         """EAGLE-style choice list: the path of child ranks to each non-root node, a child's rank

@@ -12,6 +12,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from .._validate import check_threads
 from ..verifiers import verify
 from ._nodes import DETERMINISTIC, VerifierSpec, node_verifier
 from .tree import DraftTree
@@ -42,11 +43,14 @@ def verify_tree(
     *,
     rng: Any = None,
     work_budget: float | None = None,
+    threads: int | None = None,
 ) -> TreeVerdict:
     """Verify ``tree`` top down with ``verifier`` at every drafting node ("static" nodes by the
-    deterministic-set rule, i.e. y ~ p); returns the emitted tokens (accepted + 1 of them)."""
+    deterministic-set rule, i.e. y ~ p); returns the emitted tokens (accepted + 1 of them).
+    ``threads``: of each node's ``verify`` (None: all cores); the tokens do not depend on it."""
     if not isinstance(tree, DraftTree):
         raise TypeError(f"tree: expected a DraftTree, got {type(tree).__name__}")
+    check_threads(threads)  # named even if no node calls a verifier
     gen = np.random.default_rng(rng)
     i, out = 0, []
     while True:
@@ -56,7 +60,8 @@ def verify_tree(
             y = _draw(tree.p[i], gen)
         else:
             name = node_verifier(verifier, sch, int(tup.size), i)
-            y, _ = verify(name, tree.p[i], tree.q[i], tup, rng=gen, scheme=sch, work_budget=work_budget)  # type: ignore[arg-type]
+            kw: dict[str, Any] = dict(rng=gen, scheme=sch, work_budget=work_budget, threads=threads)
+            y, _ = verify(name, tree.p[i], tree.q[i], tup, **kw)  # type: ignore[arg-type]
         out.append(y)
         kids = np.flatnonzero((tree.parent == i) & (tree.token == y)) if tup.size else np.empty(0, np.int64)
         if kids.size == 0:
