@@ -19,6 +19,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#if defined(__SSE2__) || defined(_M_X64)
+#include <emmintrin.h>
+#define MDSD_SSE2 1
+#endif
 
 namespace mdsd {
 
@@ -95,11 +99,22 @@ class ExactSum {
 };
 
 // a + b = s + t exactly, s = fl(a + b) (Knuth's TwoSum; exact with subnormals too, no FMA needed).
-inline void two_sum(double a, double b, double& s, double& t) {
+// T = double, or D2: the same operations on two lanes at once.
+template <class T>
+inline void two_sum(T a, T b, T& s, T& t) {
     s = a + b;
-    const double bb = s - a;
+    const T bb = s - a;
     t = (a - (s - bb)) + (b - bb);
 }
+
+#ifdef MDSD_SSE2
+// Two doubles in one SSE2 register, with the operators two_sum needs (each lane rounds as a double).
+struct D2 {
+    __m128d v;
+};
+inline D2 operator+(D2 a, D2 b) { return {_mm_add_pd(a.v, b.v)}; }
+inline D2 operator-(D2 a, D2 b) { return {_mm_sub_pd(a.v, b.v)}; }
+#endif
 
 // The a priori error of a bucket's pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi,
 // x); lo += t` (sel_window): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and
@@ -110,6 +125,19 @@ inline double pair_error(double hi, int64_t c) {
     const double cc = static_cast<double>(c);
     return hi * (cc * (cc + 1.0)) * 0x1p-106 + 0x1p-1070;
 }
+
+// An unnormalised pair sum of non-negative terms (per lane for D2): hi, t = two_sum(hi, x); lo +=
+// t. After c adds (adds of zero included) its exact value is within pair_error(hi, c) of hi + lo.
+template <class T>
+struct PairSum {
+    T hi, lo;
+    void add(T x) {
+        T s, t;
+        two_sum(hi, x, s, t);
+        hi = s;
+        lo = lo + t;
+    }
+};
 
 // A double-double sum of non-negative terms: the exact sum is within err of hi + lo. Each add
 // rounds only in lo, and that rounding's error is computed exactly (two_sum) and its size added to
