@@ -114,7 +114,11 @@ struct D2 {
 };
 inline D2 operator+(D2 a, D2 b) { return {_mm_add_pd(a.v, b.v)}; }
 inline D2 operator-(D2 a, D2 b) { return {_mm_sub_pd(a.v, b.v)}; }
+inline D2 lane_max(D2 a, D2 b) { return {_mm_max_pd(a.v, b.v)}; }
+inline D2 lane_min(D2 a, D2 b) { return {_mm_min_pd(a.v, b.v)}; }
 #endif
+inline double lane_max(double a, double b) { return std::max(a, b); }
+inline double lane_min(double a, double b) { return std::min(a, b); }
 
 // The a priori error of a bucket's pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi,
 // x); lo += t` (sel_window): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and
@@ -128,14 +132,15 @@ inline double pair_error(double hi, int64_t c) {
 
 // An unnormalised pair sum of non-negative terms (per lane for D2): hi, t = two_sum(hi, x); lo +=
 // t. After c adds (adds of zero included) its exact value is within pair_error(hi, c) of hi + lo.
+// t is two_sum's, obtained by Dekker's FastTwoSum on the larger and the smaller term (both >= 0,
+// so no magnitudes needed): the same exact error in three adds instead of five.
 template <class T>
 struct PairSum {
     T hi, lo;
     void add(T x) {
-        T s, t;
-        two_sum(hi, x, s, t);
+        const T s = hi + x;
+        lo = lo + (lane_min(hi, x) - (s - lane_max(hi, x)));
         hi = s;
-        lo = lo + t;
     }
 };
 

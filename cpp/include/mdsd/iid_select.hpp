@@ -136,19 +136,69 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
     ws.mass.assign(kSelBuckets + 1, Mass{0.0, 0.0});
     uint16_t* bkt = ws.bkt.data();
     Mass* ms = ws.mass.data();
-    // Blocks that stay in L1: first the division and the bucket of every token (no stores but bkt,
-    // so it vectorises), then the masses from the block's p, q and bkt, still in cache.
-    constexpr int64_t kBlock = 1024;
     // The clamps put ratios below 2^-64 (and p = 0) in bucket 0 and those from 2^64 on in the last
     // one, as sel_bucket does; `off` is a key whose digit gives kNoBucket (q = 0: r is inf or NaN).
     const double rlo = std::nextafter(0x1p-64, 0.0), rhi = 0x1p64;
     const uint64_t off = (uint64_t{kNoBucket} + kSelLo - 1) << kSelShift;
     bool overflow = false;
-    int64_t K = 0;
-    for (int64_t i0 = 0; i0 < V; i0 += kBlock) {
+    int64_t K = 0, i = 0;
+    // Blocks that stay in L1: first the division and the bucket of every token (no stores but
+    // bkt, so it vectorises), then the masses from the block's p, q and bkt, still in cache.
+    constexpr int64_t kBlock = 1024;
+#ifdef MDSD_SSE2
+    // The same blocks as below, four tokens a step: the buckets of two pairs packed into one 64-bit
+    // store, then each token's (p, q) added to its bucket's pair in one vector add (the stores, not
+    // the adds, are the limit).
+    const int64_t V4 = V & ~int64_t{3};
+    {
+        const __m128d zero = _mm_setzero_pd(), vrlo = _mm_set1_pd(rlo), vrhi = _mm_set1_pd(rhi);
+        const __m128i voff = _mm_set1_epi64x(static_cast<int64_t>(off));
+        const __m128i vdig = _mm_set1_epi64x(static_cast<int64_t>(kSelLo - 1));
+        __m128d vmax = zero;
+        // Two tokens' digits (key >> kSelShift) - (kSelLo - 1) in the low 16 bits of each 64-bit lane.
+        auto digits = [&](int64_t j) {
+            const __m128d vp = _mm_loadu_pd(p + j), vq = _mm_loadu_pd(q + j);
+            const __m128d r = _mm_div_pd(vp, vq), on = _mm_cmpgt_pd(vq, zero);
+            const int mk = _mm_movemask_pd(on);
+            K += (mk & 1) + (mk >> 1);
+            vmax = _mm_max_pd(vmax, _mm_and_pd(on, r));
+            const __m128i key = _mm_castpd_si128(_mm_min_pd(_mm_max_pd(r, vrlo), vrhi)), ion = _mm_castpd_si128(on);
+            const __m128i sel = _mm_or_si128(_mm_and_si128(ion, key), _mm_andnot_si128(ion, voff));
+            return _mm_shuffle_epi32(_mm_sub_epi64(_mm_srli_epi64(sel, kSelShift), vdig), _MM_SHUFFLE(3, 1, 2, 0));
+        };
+        auto add = [&](uint32_t b, __m128d pq) {
+            double* m = &ms[b != kNoBucket ? b : kSelBuckets].p;
+            _mm_storeu_pd(m, _mm_add_pd(_mm_loadu_pd(m), pq));
+        };
+        for (int64_t i0 = 0; i0 < V4; i0 += kBlock) {
+            const int64_t i1 = std::min(V4, i0 + kBlock);
+            for (i = i0; i < i1; i += 4) {
+                __m128i t = _mm_unpacklo_epi64(digits(i), digits(i + 2));  // 32-bit lanes: 4 digits
+                t = _mm_shufflehi_epi16(_mm_shufflelo_epi16(t, _MM_SHUFFLE(3, 1, 2, 0)), _MM_SHUFFLE(3, 1, 2, 0));
+                _mm_storel_epi64(reinterpret_cast<__m128i*>(bkt + i), _mm_shuffle_epi32(t, _MM_SHUFFLE(3, 1, 2, 0)));
+            }
+            for (i = i0; i < i1; i += 4) {
+                uint64_t w;
+                std::memcpy(&w, bkt + i, sizeof w);
+                const __m128d p0 = _mm_loadu_pd(p + i), q0 = _mm_loadu_pd(q + i);
+                const __m128d p1 = _mm_loadu_pd(p + i + 2), q1 = _mm_loadu_pd(q + i + 2);
+                add(w & 0xffff, _mm_unpacklo_pd(p0, q0));
+                add((w >> 16) & 0xffff, _mm_unpackhi_pd(p0, q0));
+                add((w >> 32) & 0xffff, _mm_unpacklo_pd(p1, q1));
+                add(w >> 48, _mm_unpackhi_pd(p1, q1));
+            }
+        }
+        double mx[2];
+        _mm_storeu_pd(mx, vmax);
+        overflow = std::max(mx[0], mx[1]) > std::numeric_limits<double>::max();
+        i = V4;
+    }
+#endif
+    // The rest (all of it without SSE2).
+    for (int64_t i0 = i; i0 < V; i0 += kBlock) {
         const int64_t i1 = std::min(V, i0 + kBlock);
         double rmax = 0.0;
-        for (int64_t i = i0; i < i1; ++i) {
+        for (i = i0; i < i1; ++i) {
             const double r = p[i] / q[i];
             const bool on = q[i] > 0.0;
             rmax = on && r > rmax ? r : rmax;
@@ -156,7 +206,7 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
             bkt[i] = static_cast<uint16_t>((key >> kSelShift) - (kSelLo - 1));
         }
         overflow |= rmax > std::numeric_limits<double>::max();
-        for (int64_t i = i0; i < i1; ++i) {  // q = 0 goes to the spare slot: no branch
+        for (i = i0; i < i1; ++i) {  // q = 0 goes to the spare slot: no branch
             const uint32_t b = bkt[i];
             const bool on = b != kNoBucket;
             Mass& m = ms[on ? b : kSelBuckets];
@@ -232,7 +282,10 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
     ws.S0 = DdSum{};
 #ifdef MDSD_SSE2
     if (lanes) {
-        PairSum<D2> sp{{_mm_setzero_pd()}, {_mm_setzero_pd()}}, sq = sp;
+        // Two pairs per array (tokens 0-1 and 4-5, 2-3 and 6-7): the loop-carried adds are the
+        // limit, not the adds' throughput.
+        PairSum<D2> sp[2] = {{{_mm_setzero_pd()}, {_mm_setzero_pd()}}, {{_mm_setzero_pd()}, {_mm_setzero_pd()}}};
+        PairSum<D2> sq[2] = {sp[0], sp[1]};
         // Unsigned 16-bit compares as signed ones on x ^ 0x8000 (SSE2 has only the signed).
         const __m128i bias = _mm_set1_epi16(static_cast<short>(0x8000));
         const __m128i vlo = _mm_set1_epi16(static_cast<short>(lo ^ 0x8000u));
@@ -253,19 +306,21 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
                 _mm_castsi128_pd(_mm_unpacklo_epi32(l4, l4)), _mm_castsi128_pd(_mm_unpackhi_epi32(l4, l4)),
                 _mm_castsi128_pd(_mm_unpacklo_epi32(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(h4, h4))};
             for (int j = 0; j < 4; ++j) {
-                sp.add({_mm_and_pd(k[j], _mm_loadu_pd(p + i + 2 * j))});
-                sq.add({_mm_and_pd(k[j], _mm_loadu_pd(q + i + 2 * j))});
+                sp[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(p + i + 2 * j))});
+                sq[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(q + i + 2 * j))});
             }
         }
-        const int64_t c = i / 2;  // adds per lane
-        double h[4], l[4];
-        _mm_storeu_pd(h, sp.hi.v);
-        _mm_storeu_pd(h + 2, sq.hi.v);
-        _mm_storeu_pd(l, sp.lo.v);
-        _mm_storeu_pd(l + 2, sq.lo.v);
-        for (int j = 0; j < 2; ++j) {
-            ws.P0.add_pair(h[j], l[j], pair_error(h[j], c));
-            ws.S0.add_pair(h[2 + j], l[2 + j], pair_error(h[2 + j], c));
+        const int64_t c = i / 4;  // adds per lane
+        for (int a = 0; a < 2; ++a) {
+            double h[4], l[4];
+            _mm_storeu_pd(h, sp[a].hi.v);
+            _mm_storeu_pd(h + 2, sq[a].hi.v);
+            _mm_storeu_pd(l, sp[a].lo.v);
+            _mm_storeu_pd(l + 2, sq[a].lo.v);
+            for (int j = 0; j < 2; ++j) {
+                ws.P0.add_pair(h[j], l[j], pair_error(h[j], c));
+                ws.S0.add_pair(h[2 + j], l[2 + j], pair_error(h[2 + j], c));
+            }
         }
     }
 #endif
