@@ -19,7 +19,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#if defined(__SSE2__) || defined(_M_X64)
+// MDSD_NO_SSE2: the portable code on x86 too (test_iid_exact_scalar.cpp: the same bits).
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(MDSD_NO_SSE2)
 #include <emmintrin.h>
 #define MDSD_SSE2 1
 #endif
@@ -125,7 +126,7 @@ inline double lane_min(double a, double b) { return std::min(a, b); }
 // the j-th rounding of lo is within u |lo|: u^2 hi c (c + 1) / 2 in all, doubled for the rounding of
 // this product, plus 2^-1070 for its underflow. The first two adds to lo are exact (to zero).
 inline double pair_error(double hi, int64_t c) {
-    if (c <= 2) return 0.0;
+    if (c <= 2 || hi == 0.0) return 0.0;  // hi = 0: every term was zero
     const double cc = static_cast<double>(c);
     return hi * (cc * (cc + 1.0)) * 0x1p-106 + 0x1p-1070;
 }

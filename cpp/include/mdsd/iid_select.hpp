@@ -310,7 +310,7 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
                 sq[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(q + i + 2 * j))});
             }
         }
-        const int64_t c = i / 4;  // adds per lane
+        const int64_t c = std::min(i / 4, below);  // a lane's adds of non-zero terms, at most
         for (int a = 0; a < 2; ++a) {
             double h[4], l[4];
             _mm_storeu_pd(h, sp[a].hi.v);
@@ -339,8 +339,8 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
         }
     }
     if (lanes) {
-        ws.P0.add_pair(tp.hi, tp.lo, pair_error(tp.hi, V - i0));
-        ws.S0.add_pair(tq.hi, tq.lo, pair_error(tq.hi, V - i0));
+        ws.P0.add_pair(tp.hi, tp.lo, pair_error(tp.hi, std::min(V - i0, below)));
+        ws.S0.add_pair(tq.hi, tq.lo, pair_error(tq.hi, std::min(V - i0, below)));
     }
     m0 = below;
     int64_t k0 = 0;
