@@ -3,7 +3,7 @@
 //     random non-negative doubles over the whole range (subnormals, ties to even, carries), and
 //     the same bits under every permutation of the terms;
 //   * DdSum: whenever rounded() decides, it is the reference's bits (token by token and from
-//     bucket pairs); it refuses on midpoints (a negative control: fl(hi + lo) is wrong there);
+//     lanes' pairs); it refuses on midpoints (a negative control: fl(hi + lo) is wrong there);
 //   * every route -- dual_alpha's selection and sorted routes, iid_select_fast, iid_scan_order,
 //     their forced ExactSum paths -- equals iid_exact_sorted (ExactSum at every prefix; alpha* bits,
 //     certificate set) on >= 10,000 random rows with zeros and ties (n = 1..8), LLM-like rows up to
@@ -101,21 +101,19 @@ static double dd_sum(const Vec& x, bool& decided) {
     return r;
 }
 
-// The same terms as buckets' pairs (sel_window's arithmetic), then combined (select_scan_fast's).
+// The same terms as pairs spread over `buckets` lanes (PairSum, sel_base's arithmetic), then
+// combined (sel_base's add_pair with the a priori bound).
 static double dd_pairs(const Vec& x, int buckets, bool& decided) {
-    std::vector<double> h(buckets, 0.0), l(buckets, 0.0);
+    std::vector<mdsd::PairSum<double>> h(buckets, mdsd::PairSum<double>{0.0, 0.0});
     std::vector<int64_t> c(buckets, 0);
     for (std::size_t i = 0; i < x.size(); ++i) {
         const std::size_t b = (i * 7919) % static_cast<std::size_t>(buckets);
-        double s, t;
-        mdsd::two_sum(h[b], x[i], s, t);
-        h[b] = s;
-        l[b] += t;
+        h[b].add(x[i]);
         ++c[b];
     }
     mdsd::DdSum d;
     for (int b = 0; b < buckets; ++b)
-        if (c[b]) d.add_pair(h[b], l[b], mdsd::pair_error(h[b], c[b]));
+        if (c[b]) d.add_pair(h[b].hi, h[b].lo, mdsd::pair_error(h[b].hi, c[b]));
     double r;
     decided = d.rounded(r);
     return r;
@@ -385,9 +383,10 @@ int main() {
     const Counts first = counts;  // the rates below are the first suites'; the wide rows' are printed
     test_wide_rows(g);
     test_lanes(g);
-    // ExactSum fallbacks: rare (exact ties are decided while nothing was lost; the bucket pairs'
-    // a priori bound is used above V = 4,096 only, where sums are long), none on rows of V >= 4,096. And the bits differ from the ordered sums' on some rows (the control that
-    // equal bits mean something).
+    // Fallbacks: the lanes' base is undecided on a few short rows (its a priori bound cannot decide
+    // an exact midpoint; the token sums can), on none of V >= 4,096; ExactSum is rare (exact ties
+    // are decided while nothing was lost) and never needed on rows of V >= 4,096. And the bits
+    // differ from the ordered sums' on some rows (the control that equal bits mean something).
     std::printf(
         "test_iid_exact: %lld rows (%lld wide-range, %lld of them left to the sorted route); the lanes' base "
         "undecided on %lld rows (%lld of %lld with V >= 4,096); ExactSum fallbacks: selection %lld (%lld with V >= "

@@ -121,8 +121,8 @@ inline D2 lane_min(D2 a, D2 b) { return {_mm_min_pd(a.v, b.v)}; }
 inline double lane_max(double a, double b) { return std::max(a, b); }
 inline double lane_min(double a, double b) { return std::min(a, b); }
 
-// The a priori error of a bucket's pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi,
-// x); lo += t` (sel_window): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and
+// The a priori error of a pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi, x); lo +=
+// t` (PairSum, sel_base's lanes): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and
 // the j-th rounding of lo is within u |lo|: u^2 hi c (c + 1) / 2 in all, doubled for the rounding of
 // this product, plus 2^-1070 for its underflow. The first two adds to lo are exact (to zero).
 inline double pair_error(double hi, int64_t c) {
