@@ -3,7 +3,7 @@
 //     random non-negative doubles over the whole range (subnormals, ties to even, carries), and
 //     the same bits under every permutation of the terms;
 //   * DdSum: whenever rounded() decides, it is the reference's bits (token by token and from
-//     bucket pairs); it refuses on midpoints (a negative control: fl(hi + lo) is wrong there);
+//     lanes' pairs); it refuses on midpoints (a negative control: fl(hi + lo) is wrong there);
 //   * every route -- dual_alpha's selection and sorted routes, iid_select_fast, iid_scan_order,
 //     their forced ExactSum paths -- equals iid_exact_sorted (ExactSum at every prefix; alpha* bits,
 //     certificate set) on >= 10,000 random rows with zeros and ties (n = 1..8), LLM-like rows up to
@@ -101,21 +101,19 @@ static double dd_sum(const Vec& x, bool& decided) {
     return r;
 }
 
-// The same terms as buckets' pairs (sel_window's arithmetic), then combined (select_scan_fast's).
+// The same terms as pairs spread over `buckets` lanes (PairSum, sel_base's arithmetic), then
+// combined (sel_base's add_pair with the a priori bound).
 static double dd_pairs(const Vec& x, int buckets, bool& decided) {
-    std::vector<double> h(buckets, 0.0), l(buckets, 0.0);
+    std::vector<mdsd::PairSum<double>> h(buckets, mdsd::PairSum<double>{0.0, 0.0});
     std::vector<int64_t> c(buckets, 0);
     for (std::size_t i = 0; i < x.size(); ++i) {
         const std::size_t b = (i * 7919) % static_cast<std::size_t>(buckets);
-        double s, t;
-        mdsd::two_sum(h[b], x[i], s, t);
-        h[b] = s;
-        l[b] += t;
+        h[b].add(x[i]);
         ++c[b];
     }
     mdsd::DdSum d;
     for (int b = 0; b < buckets; ++b)
-        if (c[b]) d.add_pair(h[b], l[b], mdsd::pair_error(h[b], c[b]));
+        if (c[b]) d.add_pair(h[b].hi, h[b].lo, mdsd::pair_error(h[b].hi, c[b]));
     double r;
     decided = d.rounded(r);
     return r;
@@ -165,6 +163,7 @@ static void test_dd_sum(Gen& g) {
 
 struct Counts {
     int64_t rows = 0, exact_select = 0, exact_sorted = 0, order_bits_differ = 0, llm_rows = 0, llm_exact = 0;
+    int64_t base_tokens = 0, llm_tokens = 0, wide_rows = 0, wide_fallback = 0;
 };
 static Counts counts;
 
@@ -213,17 +212,24 @@ static bool check_row(const Vec& p, const Vec& q, int n) {
                   static_cast<long long>(ref.k_star));
     }
     bool fell_back = false;
-    for (bool force : {false, true}) {
-        const mdsd::IidSelectResult r = mdsd::iid_select_fast(p.data(), q.data(), V, n, sw, o2, true, force);
+    // force 0: the lanes' base first; 1: the token sums first (forced); 2: ExactSum (forced).
+    for (int force : {0, 1, 2}) {
+        const mdsd::IidSelectResult r =
+            mdsd::iid_select_fast(p.data(), q.data(), V, n, sw, o2, true, force == 2, force == 1);
         if (r.fallback) {
             fell_back = true;
             continue;
         }
-        CHECK(r.exact_sums == (force || r.exact_sums) && (!force || r.exact_sums));
-        if (!force) counts.exact_select += r.exact_sums;
-        if (!force && V >= 4096) {
+        CHECK(force == 0 || r.base_tokens == (force == 1));  // a forced route is taken
+        CHECK(force < 2 || r.exact_sums);
+        if (force == 0) {
+            counts.exact_select += r.exact_sums;
+            counts.base_tokens += r.base_tokens;
+        }
+        if (force == 0 && V >= 4096) {
             ++counts.llm_rows;
             counts.llm_exact += r.exact_sums;
+            counts.llm_tokens += r.base_tokens;
         }
         CHECK_MSG(same_bits(r.best, ref.best), "best: selection %.17g, sorted %.17g (n = %d, forced %d)", r.best,
                   ref.best, n, force);
@@ -278,6 +284,95 @@ static void test_crowded_and_fallback(Gen& g) {
     CHECK(check_row(p, q, 3));  // the selection refuses; dual_alpha's routes still equal the reference
 }
 
+// Rows over the whole double range: masses 2^-e, e up to 1,070 (subnormals), ties (repeated
+// values, equal and doubled ratios), zeros; V up to 300, so the lanes' SSE2 steps and the tail both
+// run. A subnormal q can make p / q overflow: those rows go to the sorted route (counted).
+static void test_wide_rows(Gen& g) {
+    for (int it = 0; it < 2000; ++it) {  // x 5 values of n = 10,000 rows
+        const int64_t V = g.integer(8, 300);
+        const int span = static_cast<int>(g.integer(1, 1070));
+        Vec p(V), q(V);
+        for (Vec* x : {&p, &q})
+            for (int64_t i = 0; i < V; ++i) {
+                const int kind = static_cast<int>(g.integer(0, 9));
+                double& v = (*x)[i];
+                if (kind == 0) v = 0.0;
+                else if (kind == 1) v = std::ldexp(1.0, -static_cast<int>(g.integer(0, span)));
+                else if (kind == 2 && i > 0) v = (*x)[g.integer(0, i - 1)];
+                else v = std::ldexp(g.uniform(0.5, 1.0), -static_cast<int>(g.integer(0, span)));
+            }
+        for (int64_t i : g.choose(V, V / 4)) q[i] = it % 3 ? p[i] : 2.0 * p[i];
+        if (*std::max_element(p.begin(), p.end()) == 0.0) p[0] = 1.0;
+        if (*std::max_element(q.begin(), q.end()) == 0.0) q[0] = 1.0;
+        cases::normalise(p);
+        cases::normalise(q);
+        check::context("wide row %d, V = %lld, span 2^-%d", it, static_cast<long long>(V), span);
+        for (int n : {1, 2, 3, 5, 8}) {
+            ++counts.wide_rows;
+            counts.wide_fallback += check_row(p, q, n);
+        }
+    }
+}
+
+// sel_base's masked sums alone: m0 and the window's tokens as a plain loop gives them; the lanes'
+// base, whenever rounded() decides, the exact sum of the masked terms; and a negative control:
+// terms whose pair ends on a rounding midpoint (1, 2^-53, 2^-106 in one lane), where fl(hi + lo) is
+// wrong and the bound must refuse.
+static void test_lanes(Gen& g) {
+    int64_t decided = 0, runs = 0;
+    for (int it = 0; it < 2000; ++it) {
+        const int64_t V = g.integer(1, it < 1800 ? 64 : 5000);
+        mdsd::IidSelectWorkspace ws;
+        ws.bkt.resize(V);
+        Vec p(V), q(V), ep, eq;
+        const int lo = static_cast<int>(g.integer(-1074, 0)), hi = static_cast<int>(g.integer(lo, 2));
+        for (int64_t i = 0; i < V; ++i) {
+            ws.bkt[i] = g.integer(0, 9) == 0 ? mdsd::kNoBucket : static_cast<uint16_t>(g.integer(0, 20));
+            p[i] = g.integer(0, 5) == 0 ? 0.0 : std::ldexp(g.uniform(0.5, 1.0), static_cast<int>(g.integer(lo, hi)));
+            q[i] = g.integer(0, 5) == 0 ? p[i] : std::ldexp(1.0, static_cast<int>(g.integer(lo, hi)));
+        }
+        const int64_t bfirst = g.integer(0, 20), bcut = g.integer(bfirst, 20);
+        std::vector<int32_t> win_ref, base(V + 1);
+        for (int64_t i = 0; i < V; ++i) {
+            if (ws.bkt[i] < bfirst) {
+                ep.push_back(p[i]);
+                eq.push_back(q[i]);
+            } else if (ws.bkt[i] <= bcut) {
+                win_ref.push_back(static_cast<int32_t>(i));
+            }
+        }
+        int64_t m0 = -1;
+        const int64_t m = mdsd::sel_base(p.data(), q.data(), V, ws, bfirst, bcut, true, base.data(), m0);
+        check::context("lanes case %d, V = %lld", it, static_cast<long long>(V));
+        CHECK(m0 == static_cast<int64_t>(ep.size()) && m == static_cast<int64_t>(win_ref.size()));
+        CHECK(std::equal(win_ref.begin(), win_ref.end(), ws.win.begin()));
+        for (int64_t k = 0; k < m0; ++k) CHECK(ws.bkt[base[k]] < bfirst && (k == 0 || base[k] > base[k - 1]));
+        for (int s = 0; s < 2; ++s) {
+            double r;
+            ++runs;
+            if (!(s ? ws.S0 : ws.P0).rounded(r)) continue;
+            ++decided;
+            const double e = exact_sum(s ? eq : ep);
+            CHECK_MSG(same_bits(r, e), "lanes %.17g, exact %.17g (%s)", r, e, s ? "q" : "p");
+        }
+    }
+    check::context("lanes: decided %lld of %lld", static_cast<long long>(decided), static_cast<long long>(runs));
+    CHECK(decided > runs / 2);
+    for (int64_t V : {3, 24}) {  // the tail's pair, and the SSE2 lanes' (tokens 0, 8, 16: lane 0)
+        mdsd::IidSelectWorkspace ws;
+        ws.bkt.assign(V, 0);
+        Vec p(V, 0.0), q(V, 1.0);
+        p[0] = 1.0;
+        p[V == 3 ? 1 : 8] = 0x1p-53;
+        p[V == 3 ? 2 : 16] = 0x1p-106;
+        int64_t m0;
+        mdsd::sel_base(p.data(), q.data(), V, ws, 1, 1, true, nullptr, m0);
+        double r;
+        check::context("lanes: midpoint control, V = %lld", static_cast<long long>(V));
+        CHECK(!ws.P0.rounded(r) && ws.P0.hi + ws.P0.lo == 1.0 && same_bits(exact_sum(p), 1.0 + 0x1p-52));
+    }
+}
+
 int main() {
     Gen g(20261202);
     test_exact_sum(g);
@@ -285,19 +380,31 @@ int main() {
     test_random_rows(g);
     test_llm_rows(g);
     test_crowded_and_fallback(g);
-    // ExactSum fallbacks: rare (exact ties are decided while nothing was lost; the bucket pairs'
-    // a priori bound is used above V = 4,096 only, where sums are long), none on rows of V >= 4,096. And the bits differ from the ordered sums' on some rows (the control that
-    // equal bits mean something).
+    const Counts first = counts;  // the rates below are the first suites'; the wide rows' are printed
+    test_wide_rows(g);
+    test_lanes(g);
+    // Fallbacks: the lanes' base is undecided on a few short rows (its a priori bound cannot decide
+    // an exact midpoint; the token sums can), on none of V >= 4,096; ExactSum is rare (exact ties
+    // are decided while nothing was lost) and never needed on rows of V >= 4,096. And the bits
+    // differ from the ordered sums' on some rows (the control that equal bits mean something).
     std::printf(
-        "test_iid_exact: %lld rows; ExactSum fallbacks: selection %lld (%lld of %lld rows with V >= 4,096), "
-        "sorted scan %lld; alpha* bits differ from the ordered sums' on %lld rows\n",
-        static_cast<long long>(counts.rows), static_cast<long long>(counts.exact_select),
-        static_cast<long long>(counts.llm_exact), static_cast<long long>(counts.llm_rows),
+        "test_iid_exact: %lld rows (%lld wide-range, %lld of them left to the sorted route); the lanes' base "
+        "undecided on %lld rows (%lld of %lld with V >= 4,096); ExactSum fallbacks: selection %lld (%lld with V >= "
+        "4,096), sorted scan %lld; alpha* bits differ from the ordered sums' on %lld rows\n",
+        static_cast<long long>(counts.rows), static_cast<long long>(counts.wide_rows),
+        static_cast<long long>(counts.wide_fallback), static_cast<long long>(counts.base_tokens),
+        static_cast<long long>(counts.llm_tokens), static_cast<long long>(counts.llm_rows),
+        static_cast<long long>(counts.exact_select), static_cast<long long>(counts.llm_exact),
         static_cast<long long>(counts.exact_sorted), static_cast<long long>(counts.order_bits_differ));
+    std::printf("test_iid_exact: on the wide rows, lanes undecided %lld, ExactSum selection %lld, sorted scan %lld\n",
+                static_cast<long long>(counts.base_tokens - first.base_tokens),
+                static_cast<long long>(counts.exact_select - first.exact_select),
+                static_cast<long long>(counts.exact_sorted - first.exact_sorted));
     check::context("counts");
-    CHECK(counts.rows >= 12500);
-    CHECK(counts.exact_select <= counts.rows / 100 && counts.exact_sorted <= counts.rows / 100);
-    CHECK(counts.llm_rows >= 32 && counts.llm_exact == 0);
+    CHECK(counts.rows >= 22500 && counts.wide_rows >= 10000 && counts.wide_fallback < counts.wide_rows / 10);
+    CHECK(first.exact_select <= first.rows / 100 && first.exact_sorted <= first.rows / 100);
+    CHECK(counts.llm_rows >= 32 && counts.llm_exact == 0 && counts.llm_tokens == 0);
+    CHECK(first.base_tokens <= first.rows / 20);
     CHECK(counts.order_bits_differ >= 10);
     return check::summary("test_iid_exact");
 }

@@ -19,6 +19,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+// MDSD_NO_SSE2: the portable code on x86 too (test_iid_exact_scalar.cpp: the same bits).
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(MDSD_NO_SSE2)
+#include <emmintrin.h>
+#define MDSD_SSE2 1
+#endif
 
 namespace mdsd {
 
@@ -95,21 +100,50 @@ class ExactSum {
 };
 
 // a + b = s + t exactly, s = fl(a + b) (Knuth's TwoSum; exact with subnormals too, no FMA needed).
-inline void two_sum(double a, double b, double& s, double& t) {
+// T = double, or D2: the same operations on two lanes at once.
+template <class T>
+inline void two_sum(T a, T b, T& s, T& t) {
     s = a + b;
-    const double bb = s - a;
+    const T bb = s - a;
     t = (a - (s - bb)) + (b - bb);
 }
 
-// The a priori error of a bucket's pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi,
-// x); lo += t` (sel_window): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and
+#ifdef MDSD_SSE2
+// Two doubles in one SSE2 register, with the operators two_sum needs (each lane rounds as a double).
+struct D2 {
+    __m128d v;
+};
+inline D2 operator+(D2 a, D2 b) { return {_mm_add_pd(a.v, b.v)}; }
+inline D2 operator-(D2 a, D2 b) { return {_mm_sub_pd(a.v, b.v)}; }
+inline D2 lane_max(D2 a, D2 b) { return {_mm_max_pd(a.v, b.v)}; }
+inline D2 lane_min(D2 a, D2 b) { return {_mm_min_pd(a.v, b.v)}; }
+#endif
+inline double lane_max(double a, double b) { return std::max(a, b); }
+inline double lane_min(double a, double b) { return std::min(a, b); }
+
+// The a priori error of a pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi, x); lo +=
+// t` (PairSum, sel_base's lanes): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and
 // the j-th rounding of lo is within u |lo|: u^2 hi c (c + 1) / 2 in all, doubled for the rounding of
 // this product, plus 2^-1070 for its underflow. The first two adds to lo are exact (to zero).
 inline double pair_error(double hi, int64_t c) {
-    if (c <= 2) return 0.0;
+    if (c <= 2 || hi == 0.0) return 0.0;  // hi = 0: every term was zero
     const double cc = static_cast<double>(c);
     return hi * (cc * (cc + 1.0)) * 0x1p-106 + 0x1p-1070;
 }
+
+// An unnormalised pair sum of non-negative terms (per lane for D2): hi, t = two_sum(hi, x); lo +=
+// t. After c adds (adds of zero included) its exact value is within pair_error(hi, c) of hi + lo.
+// t is two_sum's, obtained by Dekker's FastTwoSum on the larger and the smaller term (both >= 0,
+// so no magnitudes needed): the same exact error in three adds instead of five.
+template <class T>
+struct PairSum {
+    T hi, lo;
+    void add(T x) {
+        const T s = hi + x;
+        lo = lo + (lane_min(hi, x) - (s - lane_max(hi, x)));
+        hi = s;
+    }
+};
 
 // A double-double sum of non-negative terms: the exact sum is within err of hi + lo. Each add
 // rounds only in lo, and that rounding's error is computed exactly (two_sum) and its size added to

@@ -103,47 +103,38 @@ inline IidSelectResult iid_exact_sorted(const double* p, const double* q, int64_
     return res;
 }
 
-// The window's scan after sel_gather, with ExactSum: the tokens below the window (bucket <
-// bfirst) in token order, then the window's m sorted tokens.
-inline IidBest select_scan_exact(const double* p, const double* q, int64_t V, int n, const IidSelectWorkspace& ws,
-                                 int64_t bfirst, int64_t m0, int64_t m) {
-    IidExactScan scan;
+// Adds every token below the window (bucket < bfirst) to P and S, in token order (Acc: DdSum or
+// ExactSum, whose add() tracks its own error).
+template <class Acc>
+inline void add_below(const double* p, const double* q, int64_t V, const IidSelectWorkspace& ws, int64_t bfirst, Acc& P,
+                      Acc& S) {
     const uint16_t* bkt = ws.bkt.data();
     for (int64_t i = 0; i < V; ++i) {
         if (bkt[i] < bfirst) {
-            scan.P.add(p[i]);
-            scan.S.add(q[i]);
+            P.add(p[i]);
+            S.add(q[i]);
         }
     }
+}
+
+// The window's scan after sel_gather, with ExactSum: the tokens below the window, then the
+// window's m sorted tokens.
+inline IidBest select_scan_exact(const double* p, const double* q, int64_t V, int n, const IidSelectWorkspace& ws,
+                                 int64_t bfirst, int64_t m0, int64_t m) {
+    IidExactScan scan;
+    add_below(p, q, V, ws, bfirst, scan.P, scan.S);
     scan.k = m0;
     for (int64_t j = 0; j < m; ++j) scan.add(ws.items[j].p, ws.items[j].q, n);
     return scan;
 }
 
-// The same with DdSum: the tokens below the window come as the buckets' pairs (pass one), so no
-// token outside the window is read again -- except on short rows, where exact ties are common and
-// the pairs' a priori bound would refuse them: there the tokens are summed again, with err exact.
-// Returns false if a rounding is undecided.
-inline bool select_scan_fast(const double* p, const double* q, int64_t V, int n, const IidSelectWorkspace& ws,
-                             int64_t bfirst, int64_t m0, int64_t m, IidBest& out) {
+// The same with DdSum from the base (P0, S0: the mass below the window, sel_base's lanes or
+// add_below's token sums). Returns false if a rounding is undecided.
+inline bool select_scan_fast(int n, const IidSelectWorkspace& ws, const DdSum& P0, const DdSum& S0, int64_t m0,
+                             int64_t m, IidBest& out) {
     IidFastScan scan;
-    if (V <= 4096) {
-        const uint16_t* bkt = ws.bkt.data();
-        for (int64_t i = 0; i < V; ++i) {
-            if (bkt[i] < bfirst) {
-                scan.P.add(p[i]);
-                scan.S.add(q[i]);
-            }
-        }
-    } else {
-        for (int64_t b = 0; b < bfirst; ++b) {
-            const uint32_t c = ws.cnt[b];
-            if (c == 0) continue;
-            const IidSelectWorkspace::Mass& ms = ws.mass[b];
-            scan.P.add_pair(ms.hp, ms.lp, pair_error(ms.hp, c));
-            scan.S.add_pair(ms.hq, ms.lq, pair_error(ms.hq, c));
-        }
-    }
+    scan.P = P0;
+    scan.S = S0;
     scan.k = m0;
     for (int64_t j = 0; j < m; ++j)
         if (!scan.add(ws.items[j].p, ws.items[j].q, n)) return false;
@@ -154,21 +145,32 @@ inline bool select_scan_fast(const double* p, const double* q, int64_t V, int n,
 // The selection. With `want_order`, order[0, kept) = the tokens below the window (token order),
 // then the window in ratio order, and the certificate is order[0, k_star), the same SET as the
 // sorted route's; without, only k_star is meaningful (no certificate asked for).
-// `fallback`: p / q overflowed (subnormal q); use the sorted route. `force_exact`: take ExactSum.
+// `fallback`: p / q overflowed (subnormal q); use the sorted route. The base comes from sel_base's
+// lanes; if a rounding is then undecided, from token sums whose error is tracked exactly (exact
+// ties stay decided: short rows); if still undecided, ExactSum throughout. `force_tokens`,
+// `force_exact` start at the second and third (tests).
 inline IidSelectResult iid_select_fast(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws,
-                                       std::vector<int32_t>& order, bool want_order = true, bool force_exact = false) {
+                                       std::vector<int32_t>& order, bool want_order = true, bool force_exact = false,
+                                       bool force_tokens = false) {
     IidSelectResult res;
     order.clear();
     int64_t bfirst, bcut;
     sel_window(p, q, V, n, ws, res, bfirst, bcut);
     if (res.fallback || bcut < 0) return res;  // bcut < 0: no prefix beats the empty one
-    int64_t m0 = 0;
-    for (int64_t b = 0; b < bfirst; ++b) m0 += ws.cnt[b];
     if (want_order) order.resize(res.support);
-    int64_t m0w = 0;
-    const int64_t m = sel_gather(p, q, V, ws, bfirst, bcut, want_order ? order.data() : nullptr, m0w);
+    const bool lanes = !force_exact && !force_tokens;
+    int64_t m0 = 0;
+    const int64_t m = sel_base(p, q, V, ws, bfirst, bcut, lanes, want_order ? order.data() : nullptr, m0);
+    sel_gather(p, q, ws, bfirst, bcut, m);
     IidBest best;
-    if (force_exact || !select_scan_fast(p, q, V, n, ws, bfirst, m0, m, best)) {
+    bool done = lanes && select_scan_fast(n, ws, ws.P0, ws.S0, m0, m, best);
+    if (!done && !force_exact) {
+        res.base_tokens = true;
+        DdSum P, S;
+        add_below(p, q, V, ws, bfirst, P, S);
+        done = select_scan_fast(n, ws, P, S, m0, m, best);
+    }
+    if (!done) {
         res.exact_sums = true;
         best = select_scan_exact(p, q, V, n, ws, bfirst, m0, m);
     }

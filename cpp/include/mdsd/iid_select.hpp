@@ -3,9 +3,10 @@
 // alpha* = 1 + min_k F(k), F(k) = [P_k] - [S_k]^n over the prefixes of the ratio order, [.] the
 // exact prefix mass rounded once (exact_sum.hpp), so F depends on the prefix's token set only.
 // One pass puts every token in a coarse bucket of the ratio (1/32 of a binade) and sums each
-// bucket's p and q (as double-double pairs); a lower bound on F over the prefixes ending inside each
+// bucket's p and q (plain sums: the bounds allow for their rounding); a lower bound on F over the prefixes ending inside each
 // bucket proves which buckets cannot hold the minimiser (every bucket is bounded, so F need not be
-// unimodal). What is left, the window [bfirst, bcut], is gathered and sorted here; iid_exact.hpp
+// unimodal). What is left, the window [bfirst, bcut], is gathered and sorted here, in a second pass
+// that also sums the mass below the window (double-double lanes, branch-free); iid_exact.hpp
 // scans it.
 #pragma once
 
@@ -51,24 +52,27 @@ struct IidSelectWorkspace {
         double p, q;
         int32_t idx;
     };
-    struct Mass {  // a bucket's p and q as double-double pairs (hp, hq alone: the plain sums)
-        double hp, lp, hq, lq;
+    struct Mass {  // a bucket's p and q, plain sums in token order (the bounds' only input)
+        double p, q;
     };
     std::vector<uint16_t> bkt;  // per token: its coarse bucket, kNoBucket off the support
-    std::vector<uint32_t> cnt;  // tokens per coarse bucket, then each window bucket's end in `items`
-    std::vector<Mass> mass;
+    std::vector<Mass> mass;  // per coarse bucket, and one slot after them for q = 0
+    std::vector<uint32_t> cnt;  // tokens per window bucket, then each one's end in `items`
+    std::vector<int32_t> win;  // the window's tokens, in token order
     std::vector<Item> items, tmp;
     std::vector<uint32_t> fine;  // one bucket's counting sort
+    DdSum P0, S0;  // the p and q mass below the window, from sel_base's lanes
 };
 
 struct IidSelectResult {
-    double best = 0.0;       // min(0, min_k F(k)), the sorted route's value bit for bit
-    int64_t k_star = 0;      // the certificate is order[0, k_star)
-    int64_t kept = 0;        // order[0, kept): the tokens below the window, then the window sorted
-    int64_t window = 0;      // tokens in the window (sorted and scanned)
-    int64_t support = 0;     // K = |supp q|
-    bool fallback = false;   // some p / q overflowed (subnormal q): use the sorted route
-    bool exact_sums = false; // a rounding the fast sums could not decide: ExactSum gave the bits
+    double best = 0.0;  // min(0, min_k F(k)), the sorted route's value bit for bit
+    int64_t k_star = 0;  // the certificate is order[0, k_star)
+    int64_t kept = 0;  // order[0, kept): the tokens below the window, then the window sorted
+    int64_t window = 0;  // tokens in the window (sorted and scanned)
+    int64_t support = 0;  // K = |supp q|
+    bool fallback = false;  // some p / q overflowed (subnormal q): use the sorted route
+    bool base_tokens = false;  // the lanes' base left a rounding undecided: summed again by token
+    bool exact_sums = false;  // a rounding the fast sums could not decide: ExactSum gave the bits
 };
 
 inline bool item_less(const IidSelectWorkspace::Item& x, const IidSelectWorkspace::Item& y) {
@@ -119,34 +123,82 @@ inline void sort_bucket(IidSelectWorkspace::Item* a, int64_t s, bool end_bucket,
     }
 }
 
-// The first pass and the bounds: fills ws (buckets, their counts and masses), res.support and
+// The first pass and the bounds: fills ws (buckets and their plain masses), res.support and
 // res.fallback, and [bfirst, bcut], the buckets that can hold the first minimiser (bcut < 0: none,
 // alpha* = 1 and H empty). Every prefix ending outside is proven to have F above the minimum.
-// One fused pass per token: the division, the bucket, the two pairs (docs/theory.md §4.2.3).
+// One pass per token: the division, the bucket, two plain adds (docs/theory.md §4.2.1, §4.2.3).
 inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws, IidSelectResult& res,
                        int64_t& bfirst, int64_t& bcut) {
     using Mass = IidSelectWorkspace::Mass;
     bfirst = -1;
     bcut = -1;
     ws.bkt.resize(V);
-    ws.cnt.assign(kSelBuckets, 0);
-    ws.mass.assign(kSelBuckets, Mass{0.0, 0.0, 0.0, 0.0});
+    ws.mass.assign(kSelBuckets + 1, Mass{0.0, 0.0});
     uint16_t* bkt = ws.bkt.data();
-    uint32_t* cnt = ws.cnt.data();
     Mass* ms = ws.mass.data();
-    // Blocks that stay in L1: first the division and the bucket of every token (no stores but bkt,
-    // so it vectorises), then the counts and pairs from the block's p, q and bkt, still in cache.
-    constexpr int64_t kBlock = 1024;
     // The clamps put ratios below 2^-64 (and p = 0) in bucket 0 and those from 2^64 on in the last
     // one, as sel_bucket does; `off` is a key whose digit gives kNoBucket (q = 0: r is inf or NaN).
     const double rlo = std::nextafter(0x1p-64, 0.0), rhi = 0x1p64;
     const uint64_t off = (uint64_t{kNoBucket} + kSelLo - 1) << kSelShift;
     bool overflow = false;
-    int64_t K = 0;
-    for (int64_t i0 = 0; i0 < V; i0 += kBlock) {
+    int64_t K = 0, i = 0;
+    // Blocks that stay in L1: first the division and the bucket of every token (no stores but
+    // bkt, so it vectorises), then the masses from the block's p, q and bkt, still in cache.
+    constexpr int64_t kBlock = 1024;
+#ifdef MDSD_SSE2
+    // The same blocks as below, four tokens a step: the buckets of two pairs packed into one 64-bit
+    // store, then each token's (p, q) added to its bucket's pair in one vector add (the stores, not
+    // the adds, are the limit).
+    const int64_t V4 = V & ~int64_t{3};
+    {
+        const __m128d zero = _mm_setzero_pd(), vrlo = _mm_set1_pd(rlo), vrhi = _mm_set1_pd(rhi);
+        const __m128i voff = _mm_set1_epi64x(static_cast<int64_t>(off));
+        const __m128i vdig = _mm_set1_epi64x(static_cast<int64_t>(kSelLo - 1));
+        __m128d vmax = zero;
+        // Two tokens' digits (key >> kSelShift) - (kSelLo - 1) in the low 16 bits of each 64-bit lane.
+        auto digits = [&](int64_t j) {
+            const __m128d vp = _mm_loadu_pd(p + j), vq = _mm_loadu_pd(q + j);
+            const __m128d r = _mm_div_pd(vp, vq), on = _mm_cmpgt_pd(vq, zero);
+            const int mk = _mm_movemask_pd(on);
+            K += (mk & 1) + (mk >> 1);
+            vmax = _mm_max_pd(vmax, _mm_and_pd(on, r));
+            const __m128i key = _mm_castpd_si128(_mm_min_pd(_mm_max_pd(r, vrlo), vrhi)), ion = _mm_castpd_si128(on);
+            const __m128i sel = _mm_or_si128(_mm_and_si128(ion, key), _mm_andnot_si128(ion, voff));
+            return _mm_shuffle_epi32(_mm_sub_epi64(_mm_srli_epi64(sel, kSelShift), vdig), _MM_SHUFFLE(3, 1, 2, 0));
+        };
+        auto add = [&](uint32_t b, __m128d pq) {
+            double* m = &ms[b != kNoBucket ? b : kSelBuckets].p;
+            _mm_storeu_pd(m, _mm_add_pd(_mm_loadu_pd(m), pq));
+        };
+        for (int64_t i0 = 0; i0 < V4; i0 += kBlock) {
+            const int64_t i1 = std::min(V4, i0 + kBlock);
+            for (i = i0; i < i1; i += 4) {
+                __m128i t = _mm_unpacklo_epi64(digits(i), digits(i + 2));  // 32-bit lanes: 4 digits
+                t = _mm_shufflehi_epi16(_mm_shufflelo_epi16(t, _MM_SHUFFLE(3, 1, 2, 0)), _MM_SHUFFLE(3, 1, 2, 0));
+                _mm_storel_epi64(reinterpret_cast<__m128i*>(bkt + i), _mm_shuffle_epi32(t, _MM_SHUFFLE(3, 1, 2, 0)));
+            }
+            for (i = i0; i < i1; i += 4) {
+                uint64_t w;
+                std::memcpy(&w, bkt + i, sizeof w);
+                const __m128d p0 = _mm_loadu_pd(p + i), q0 = _mm_loadu_pd(q + i);
+                const __m128d p1 = _mm_loadu_pd(p + i + 2), q1 = _mm_loadu_pd(q + i + 2);
+                add(w & 0xffff, _mm_unpacklo_pd(p0, q0));
+                add((w >> 16) & 0xffff, _mm_unpackhi_pd(p0, q0));
+                add((w >> 32) & 0xffff, _mm_unpacklo_pd(p1, q1));
+                add(w >> 48, _mm_unpackhi_pd(p1, q1));
+            }
+        }
+        double mx[2];
+        _mm_storeu_pd(mx, vmax);
+        overflow = std::max(mx[0], mx[1]) > std::numeric_limits<double>::max();
+        i = V4;
+    }
+#endif
+    // The rest (all of it without SSE2).
+    for (int64_t i0 = i; i0 < V; i0 += kBlock) {
         const int64_t i1 = std::min(V, i0 + kBlock);
         double rmax = 0.0;
-        for (int64_t i = i0; i < i1; ++i) {
+        for (i = i0; i < i1; ++i) {
             const double r = p[i] / q[i];
             const bool on = q[i] > 0.0;
             rmax = on && r > rmax ? r : rmax;
@@ -154,19 +206,13 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
             bkt[i] = static_cast<uint16_t>((key >> kSelShift) - (kSelLo - 1));
         }
         overflow |= rmax > std::numeric_limits<double>::max();
-        for (int64_t i = i0; i < i1; ++i) {
-            const uint16_t b = bkt[i];
-            if (b == kNoBucket) continue;
-            ++cnt[b];
-            Mass& m = ms[b];
-            double s, t;
-            two_sum(m.hp, p[i], s, t);  // s is the plain sum's next value: hp is the plain sum
-            m.hp = s;
-            m.lp += t;
-            two_sum(m.hq, q[i], s, t);
-            m.hq = s;
-            m.lq += t;
-            ++K;
+        for (i = i0; i < i1; ++i) {  // q = 0 goes to the spare slot: no branch
+            const uint32_t b = bkt[i];
+            const bool on = b != kNoBucket;
+            Mass& m = ms[on ? b : kSelBuckets];
+            m.p += p[i];
+            m.q += q[i];
+            K += on;
         }
     }
     res.support = K;
@@ -175,17 +221,20 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
         return;
     }
     if (K == 0) return;
-    // The smallest F at a bucket boundary (k = 0 included) is an upper bound on the minimum.
+    // A bucket holds a token iff its q sum is positive (q > 0 on the support; sums of positive
+    // doubles do not vanish). The smallest F at a bucket boundary (k = 0 included) is an upper
+    // bound on the minimum.
     double ub = 0.0, Ptot = 0.0, Stot = 0.0;
     for (int64_t b = 0; b < kSelBuckets; ++b) {
-        if (cnt[b] == 0) continue;
-        Ptot += ms[b].hp;
-        Stot += ms[b].hq;
+        if (ms[b].q == 0.0) continue;
+        Ptot += ms[b].p;
+        Stot += ms[b].q;
         ub = std::min(ub, Ptot - ipow(Stot, n));
     }
     // Every F here -- the scan's, the boundaries' and the bounds' -- is within (K + #buckets + 4n)
-    // eps (P + n S^n) of the exact value (the scan's [.] within eps of it); a bucket is dropped only
-    // when its bound clears ub by twice a generous multiple of that.
+    // eps (P + n S^n) of the exact value (a bucket's plain sum of c terms in any order within
+    // (c - 1) eps of its mass; the scan's [.] within eps of it); a bucket is dropped only when its
+    // bound clears ub by twice a generous multiple of that.
     const double eps = std::numeric_limits<double>::epsilon();
     const double smax = std::max(1.0, Stot);
     const double slack =
@@ -195,52 +244,134 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
     // [S0, S1] is at an end. Every bucket is bounded: a later dip of F is never missed.
     double P0 = 0.0, S0 = 0.0;
     for (int64_t b = 0; b < kSelBuckets; ++b) {
-        if (cnt[b] == 0) continue;
+        if (ms[b].q == 0.0) continue;
         const double lo = sel_bucket_floor(b) * (1.0 - 4.0 * eps);  // p / q rounded up at most
-        const double S1 = S0 + ms[b].hq;
-        const double lb = std::min(P0 - ipow(S0, n), P0 + lo * ms[b].hq - ipow(S1, n));
+        const double S1 = S0 + ms[b].q;
+        const double lb = std::min(P0 - ipow(S0, n), P0 + lo * ms[b].q - ipow(S1, n));
         if (lb <= ub + slack) {
             if (bfirst < 0) bfirst = b;
             bcut = b;
         }
-        P0 += ms[b].hp;
+        P0 += ms[b].p;
         S0 = S1;
     }
 }
 
-// Gathers the window [bfirst, bcut] into ws.items, each bucket sorted (by key, ties in token
-// order), and returns its size; cnt[b] becomes bucket b's end in items (from bfirst). With `base`,
-// also writes the tokens below the window to base[0, m0) in token order (m0 returned in m0).
-inline int64_t sel_gather(const double* p, const double* q, int64_t V, IidSelectWorkspace& ws, int64_t bfirst,
-                          int64_t bcut, int32_t* base, int64_t& m0) {
-    using Item = IidSelectWorkspace::Item;
-    uint32_t* cnt = ws.cnt.data();
-    int64_t m = 0;
-    for (int64_t b = bfirst; b <= bcut; ++b) {
-        const uint32_t c = cnt[b];
-        cnt[b] = static_cast<uint32_t>(m);
-        m += c;
-    }
-    ws.items.resize(m);
-    Item* it = ws.items.data();
+// The number of set bits of x & 0x5555 (a movemask of 16-bit lanes: two equal bits a lane).
+inline int sel_lanes_set(unsigned x) {
+    x &= 0x5555u;
+    x = (x & 0x3333u) + ((x >> 2) & 0x3333u);
+    x = (x & 0x0f0fu) + ((x >> 4) & 0x0f0fu);
+    return static_cast<int>((x & 0xffu) + (x >> 8));
+}
+
+// The second pass, one read of bkt, p and q: the window's tokens (bucket in [bfirst, bcut]) to
+// ws.win in token order (returns how many) and the count m0 of tokens below it; with `lanes`,
+// also the p and q mass below the window into ws.P0, ws.S0 (docs/theory.md §4.2.3): masked terms
+// (zero above the window), so the adds have no branch and run on two lanes with SSE2, each lane a
+// PairSum with its a priori bound. With `base`, the tokens below the window to base[0, m0).
+inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWorkspace& ws, int64_t bfirst,
+                        int64_t bcut, bool lanes, int32_t* base, int64_t& m0) {
     const uint16_t* bkt = ws.bkt.data();
+    ws.win.resize(V);
+    int32_t* win = ws.win.data();
     // Window buckets are contiguous: one unsigned compare (kNoBucket lands above).
     const uint32_t lo = static_cast<uint32_t>(bfirst), w = static_cast<uint32_t>(bcut - bfirst);
-    for (int64_t i = 0; i < V; ++i) {
-        const uint32_t b = bkt[i];
-        if (b - lo <= w)  // the same division as the first pass: the same key
-            it[cnt[b]++] = {key_bits(p[i] / q[i]), p[i], q[i], static_cast<int32_t>(i)};
+    int64_t m = 0, below = 0, i = 0;
+    ws.P0 = DdSum{};
+    ws.S0 = DdSum{};
+#ifdef MDSD_SSE2
+    if (lanes) {
+        // Two pairs per array (tokens 0-1 and 4-5, 2-3 and 6-7): the loop-carried adds are the
+        // limit, not the adds' throughput.
+        PairSum<D2> sp[2] = {{{_mm_setzero_pd()}, {_mm_setzero_pd()}}, {{_mm_setzero_pd()}, {_mm_setzero_pd()}}};
+        PairSum<D2> sq[2] = {sp[0], sp[1]};
+        // Unsigned 16-bit compares as signed ones on x ^ 0x8000 (SSE2 has only the signed).
+        const __m128i bias = _mm_set1_epi16(static_cast<short>(0x8000));
+        const __m128i vlo = _mm_set1_epi16(static_cast<short>(lo ^ 0x8000u));
+        const __m128i vhi = _mm_set1_epi16(static_cast<short>((lo + w) ^ 0x8000u));
+        for (; i + 8 <= V; i += 8) {
+            const __m128i b = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(bkt + i)), bias);
+            const __m128i lt = _mm_cmplt_epi16(b, vlo);
+            below += sel_lanes_set(static_cast<unsigned>(_mm_movemask_epi8(lt)));
+            const int out = _mm_movemask_epi8(_mm_or_si128(lt, _mm_cmpgt_epi16(b, vhi)));
+            if (out != 0xffff)  // a window token among these eight (rare: the window is small)
+                for (int j = 0; j < 8; ++j) {
+                    win[m] = static_cast<int32_t>(i + j);
+                    m += ((out >> (2 * j)) & 1) == 0;
+                }
+            // the 16-bit masks widened to the 64-bit lanes of tokens (0, 1), (2, 3), (4, 5), (6, 7)
+            const __m128i l4 = _mm_unpacklo_epi16(lt, lt), h4 = _mm_unpackhi_epi16(lt, lt);
+            const __m128d k[4] = {
+                _mm_castsi128_pd(_mm_unpacklo_epi32(l4, l4)), _mm_castsi128_pd(_mm_unpackhi_epi32(l4, l4)),
+                _mm_castsi128_pd(_mm_unpacklo_epi32(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(h4, h4))};
+            for (int j = 0; j < 4; ++j) {
+                sp[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(p + i + 2 * j))});
+                sq[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(q + i + 2 * j))});
+            }
+        }
+        const int64_t c = std::min(i / 4, below);  // a lane's adds of non-zero terms, at most
+        for (int a = 0; a < 2; ++a) {
+            double h[4], l[4];
+            _mm_storeu_pd(h, sp[a].hi.v);
+            _mm_storeu_pd(h + 2, sq[a].hi.v);
+            _mm_storeu_pd(l, sp[a].lo.v);
+            _mm_storeu_pd(l + 2, sq[a].lo.v);
+            for (int j = 0; j < 2; ++j) {
+                ws.P0.add_pair(h[j], l[j], pair_error(h[j], c));
+                ws.S0.add_pair(h[2 + j], l[2 + j], pair_error(h[2 + j], c));
+            }
+        }
     }
+#endif
+    // The rest (all of it without SSE2): the same, one token at a time.
+    PairSum<double> tp{0.0, 0.0}, tq{0.0, 0.0};
+    const int64_t i0 = i;
+    for (; i < V; ++i) {
+        const uint32_t b = bkt[i];
+        const bool lt = b < lo;
+        win[m] = static_cast<int32_t>(i);
+        m += b - lo <= w;
+        below += lt;
+        if (lanes) {
+            tp.add(lt ? p[i] : 0.0);
+            tq.add(lt ? q[i] : 0.0);
+        }
+    }
+    if (lanes) {
+        ws.P0.add_pair(tp.hi, tp.lo, pair_error(tp.hi, std::min(V - i0, below)));
+        ws.S0.add_pair(tq.hi, tq.lo, pair_error(tq.hi, std::min(V - i0, below)));
+    }
+    m0 = below;
     int64_t k0 = 0;
     if (base)  // branch-free: the write at k0 <= m0 < K stays inside base (the window is not empty)
-        for (int64_t i = 0; i < V; ++i) {
-            base[k0] = static_cast<int32_t>(i);
-            k0 += bkt[i] < lo;
+        for (int64_t t = 0; t < V; ++t) {
+            base[k0] = static_cast<int32_t>(t);
+            k0 += bkt[t] < lo;
         }
-    m0 = k0;
-    for (int64_t b = bfirst, a = 0; b <= bcut; a = cnt[b], ++b)
-        sort_bucket(it + a, cnt[b] - a, b == 0 || b + 1 == kSelBuckets, ws);
     return m;
+}
+
+// The window's tokens ws.win[0, m) into ws.items, grouped by bucket and each bucket sorted (by key,
+// ties in token order); ws.cnt[j] becomes the end of bucket bfirst + j in items.
+inline void sel_gather(const double* p, const double* q, IidSelectWorkspace& ws, int64_t bfirst, int64_t bcut,
+                       int64_t m) {
+    using Item = IidSelectWorkspace::Item;
+    const int64_t nb = bcut - bfirst + 1;
+    ws.cnt.assign(nb + 1, 0);
+    uint32_t* cnt = ws.cnt.data();
+    const uint16_t* bkt = ws.bkt.data();
+    const int32_t* win = ws.win.data();
+    for (int64_t j = 0; j < m; ++j) ++cnt[bkt[win[j]] - bfirst + 1];
+    for (int64_t b = 0; b < nb; ++b) cnt[b + 1] += cnt[b];  // cnt[b]: bucket b's start
+    ws.items.resize(m);
+    Item* it = ws.items.data();
+    for (int64_t j = 0; j < m; ++j) {
+        const int32_t i = win[j];  // the same division as the first pass: the same key
+        it[cnt[bkt[i] - bfirst]++] = {key_bits(p[i] / q[i]), p[i], q[i], i};
+    }
+    for (int64_t b = 0, a = 0; b < nb; a = cnt[b], ++b)
+        sort_bucket(it + a, cnt[b] - a, bfirst + b == 0 || bfirst + b + 1 == kSelBuckets, ws);
 }
 
 }  // namespace mdsd
