@@ -9,13 +9,14 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
 
 * ``low`` is alpha* of one explicit pessimistic pair computed by the C++ core: p's unseen mass goes
   to a phantom token that is never drafted and q's to phantom tokens that p never gives (so every
-  draft landing there is wasted). Without replacement q's phantoms are J equal pieces, and the
-  C(k, 2) / J their finite split can cost is subtracted.
+  draft landing there is wasted). Without replacement q's phantoms are split without limit: a
+  Poisson bucket in every H (``_intervals_wor.wor_low``).
 * ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over token sets H (any H gives a valid bound),
   where ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
   completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
-  (``_intervals_fast.iid_high``: the bound depends on H through a few sums); without replacement
-  it is over candidates, the certificates of extreme completions and of a Frank-Wolfe search.
+  (``_intervals_fast.iid_high``: the bound depends on H through a few sums), and for "wor" too
+  (``_intervals_wor.wor_high``: a few structured sets per size); for "top<m>+wor" and oversized
+  rows it is over candidates, the certificates of extreme completions and of a Frank-Wolfe search.
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
 
