@@ -7,7 +7,8 @@ cpp/include/mdsd/wor_bucket.hpp).
   like 1 / J; and against brute force over completions on small V (vertices and mixtures).
 * high: the minimum of the cut bound over **every** H, checked against an enumeration of all 2^V
   token sets with an independent Q_wor (the first-exit sum over ordered draws); never above the
-  candidate search it replaces. Negative controls: the enumeration tells the minimum over every
+  candidate search it replaces; and, on rows with 4-8 tokens logged in neither, every count of
+  them in H is no better than none or all (the kernel tries only those). Negative controls: the enumeration tells the minimum over every
   H from the minimum over fewer sets (A all or nothing), and the one-phantom "lump" value of q's
   unseen mass is not a lower bound.
 
@@ -133,24 +134,22 @@ def q_wor(w: np.ndarray, out: float, k: int) -> float:
     return float(prob.sum())
 
 
-def brute_high_wor(p: np.ndarray, q: np.ndarray, k: int, allowed: Any = None) -> float:
-    """min over all token sets H (those ``allowed`` passes, default all) of 1 + p_max(H) - Q_min(H)
-    without replacement, straight from docs/intervals.md §3 (one dense row, small V): Q_min is Q of
-    H's logged q plus one lump of the unseen q mass H must hold, against the rest."""
-    V = p.size
+def cut_wor(p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int) -> float:
+    """1 + p_max(H) - Q_min(H) without replacement, straight from docs/intervals.md §3 (one dense
+    row): Q_min is Q of H's logged q plus one lump of the unseen q mass H must hold, against the rest."""
     up, uq = max(0.0, 1 - p.sum()), max(0.0, 1 - q.sum())
     up, uq = (0.0 if up < 1e-12 else up), (0.0 if uq < 1e-12 else uq)
     tp, tq = p[p > 0].min(), q[q > 0].min()
-    best = np.inf
-    for bits in itertools.product([False, True], repeat=V):
-        H = np.array(bits)
-        if allowed is not None and not allowed(H):
-            continue
-        p_max = p[H].sum() + min(up, tp * (H & (p == 0)).sum())
-        room = tq * (~H & (q == 0)).sum()
-        w = np.append(q[H & (q > 0)], max(0.0, uq - room))
-        best = min(best, 1 + p_max - q_wor(w[w > 0], q[~H].sum() + min(uq, room), k))
-    return float(best)
+    p_max = p[H].sum() + min(up, tp * (H & (p == 0)).sum())
+    room = tq * (~H & (q == 0)).sum()
+    w = np.append(q[H & (q > 0)], max(0.0, uq - room))
+    return float(1 + p_max - q_wor(w[w > 0], q[~H].sum() + min(uq, room), k))
+
+
+def brute_high_wor(p: np.ndarray, q: np.ndarray, k: int, allowed: Any = None) -> float:
+    """min of ``cut_wor`` over all token sets H (those ``allowed`` passes, default all); small V."""
+    sets = (np.array(bits) for bits in itertools.product([False, True], repeat=p.size))
+    return min(cut_wor(p, q, H, k) for H in sets if allowed is None or allowed(H))
 
 
 @pytest.mark.parametrize(("n", "V", "B"), [(2, 9, 24), (3, 8, 20), (4, 7, 12)])
@@ -161,10 +160,33 @@ def test_high_is_the_minimum_over_every_h(n: int, V: int, B: int) -> None:
     np.testing.assert_allclose(hi, np.clip(want + iv.BOUND_SLACK, 0, 1), rtol=0, atol=1e-11)
 
 
+def test_every_count_of_d_is_no_better_than_its_ends() -> None:
+    # The kernel tries none or all of D (tokens logged in neither); here every count h_D is tried
+    # with every set of logged tokens, on rows with 4-8 tokens in D: the minimum must be the same
+    # (docs/intervals.md §3.2 step 1, checked rather than proven beyond k = 2).
+    rows = 0
+    for n in (2, 3):
+        p, q = wor_logs(90 + n, 10, 12, n, 4, n)
+        _, hi, _, _, _ = iv._bounds(p, q, n, "wor", 0)
+        for r in range(len(p)):
+            logged = np.flatnonzero((p[r] > 0) | (q[r] > 0))
+            D = np.flatnonzero((p[r] == 0) & (q[r] == 0))  # alike: only their count in H matters
+            best = np.inf
+            for bits in itertools.product([False, True], repeat=logged.size):
+                for h in range(D.size + 1):
+                    H = np.zeros(p[r].size, dtype=bool)
+                    H[logged[np.array(bits)]] = True
+                    H[D[:h]] = True
+                    best = min(best, cut_wor(p[r], q[r], H, n))
+            assert abs(hi[r] - min(1.0, best + iv.BOUND_SLACK)) <= 1e-11
+            rows += int(D.size >= 4)
+    assert rows >= 8
+
+
 def test_the_enumeration_needs_every_prefix_of_a() -> None:
     # Negative control: with A (tokens logged in both) all in or all out of H the minimum is higher
     # on some rows, so the exact comparison above would catch a kernel that skipped its prefixes.
-    p, q = wor_logs(71, 24, 9, 2, 7, 2)
+    p, q = wor_logs(71, 14, 9, 2, 7, 2)
     higher = 0
     for r in range(len(p)):
         A = (p[r] > 0) & (q[r] > 0)
