@@ -5,7 +5,7 @@ cpp/include/mdsd/wor_bucket.hpp).
   pair with q's unseen mass on J equal phantoms, through the core's own scan) as J grows: never
   above it, never below it by more than the C(k, 2) / J the coupling allows, and the gap shrinks
   like 1 / J; and against brute force over completions on small V (vertices and mixtures).
-* high: the minimum of the cut bound over **every** H, checked against an enumeration of all 2^V
+* high: the minimum of the cut bound over **every** H (holding T for "top<m>+wor"), checked against an enumeration of all 2^V
   token sets with an independent Q_wor (the first-exit sum over ordered draws); never above the
   candidate search it replaces; and, on rows with 4-8 tokens logged in neither, every count of
   them in H is no better than none or all (the kernel tries only those). Negative controls: the enumeration tells the minimum over every
@@ -134,22 +134,23 @@ def q_wor(w: np.ndarray, out: float, k: int) -> float:
     return float(prob.sum())
 
 
-def cut_wor(p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int) -> float:
+def cut_wor(p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int, T: np.ndarray | None = None) -> float:
     """1 + p_max(H) - Q_min(H) without replacement, straight from docs/intervals.md §3 (one dense
-    row): Q_min is Q of H's logged q plus one lump of the unseen q mass H must hold, against the rest."""
+    row): Q_min is Q of H's logged q plus one lump of the unseen q mass H must hold, against the rest.
+    With T (q's top m, a subset of H) Q is the k random draws' after T, on q off T."""
     up, uq = max(0.0, 1 - p.sum()), max(0.0, 1 - q.sum())
     up, uq = (0.0 if up < 1e-12 else up), (0.0 if uq < 1e-12 else uq)
     tp, tq = p[p > 0].min(), q[q > 0].min()
     p_max = p[H].sum() + min(up, tp * (H & (p == 0)).sum())
     room = tq * (~H & (q == 0)).sum()
-    w = np.append(q[H & (q > 0)], max(0.0, uq - room))
+    w = np.append(q[H & (q > 0) & (True if T is None else ~T)], max(0.0, uq - room))
     return float(1 + p_max - q_wor(w[w > 0], q[~H].sum() + min(uq, room), k))
 
 
-def brute_high_wor(p: np.ndarray, q: np.ndarray, k: int, allowed: Any = None) -> float:
+def brute_high_wor(p: np.ndarray, q: np.ndarray, k: int, allowed: Any = None, T: np.ndarray | None = None) -> float:
     """min of ``cut_wor`` over all token sets H (those ``allowed`` passes, default all); small V."""
     sets = (np.array(bits) for bits in itertools.product([False, True], repeat=p.size))
-    return min(cut_wor(p, q, H, k) for H in sets if allowed is None or allowed(H))
+    return min(cut_wor(p, q, H, k, T) for H in sets if allowed is None or allowed(H))
 
 
 @pytest.mark.parametrize(("n", "V", "B"), [(2, 9, 24), (3, 8, 20), (4, 7, 12)])
@@ -158,6 +159,21 @@ def test_high_is_the_minimum_over_every_h(n: int, V: int, B: int) -> None:
     _, hi, _, _, _ = iv._bounds(p, q, n, "wor", 0)
     want = np.array([brute_high_wor(p[r], q[r], n) for r in range(len(p))])
     np.testing.assert_allclose(hi, np.clip(want + iv.BOUND_SLACK, 0, 1), rtol=0, atol=1e-11)
+
+
+@pytest.mark.parametrize(("n", "m"), [(3, 1), (4, 2)])
+def test_mixed_high_is_the_minimum_over_every_h(n: int, m: int) -> None:
+    # "top<m>+wor": H holds T (q's top m), the random part's Q is on q off T.
+    p, q = determined(*wor_logs(80 + n, 30, 8, 4, 6, n), m)
+    _, hi, _, _, _ = iv._bounds(p, q, n, f"top{m}+wor", 0)
+    for r in range(len(p)):
+        T = np.zeros(p.shape[1], dtype=bool)
+        T[np.argsort(-q[r], kind="stable")[:m]] = True
+        want = brute_high_wor(p[r], q[r], n - m, lambda H, T=T: bool((H >= T).all()), T)
+        # u = 1 - (logged mass) is known to ~1e-16 and summed in another order here; on a row whose
+        # last draws fall on tokens of ~1e-6 (q's top token holds 0.9988) Q moves by ~1e-10 with it
+        assert abs(hi[r] - min(1.0, want + iv.BOUND_SLACK)) <= 1e-9
+    assert len(p) >= 10
 
 
 def test_every_count_of_d_is_no_better_than_its_ends() -> None:
@@ -197,14 +213,25 @@ def test_the_enumeration_needs_every_prefix_of_a() -> None:
     assert higher >= 2
 
 
-@pytest.mark.parametrize(("V", "k", "n"), [(40, 12, 2), (3000, 20, 4)])
-def test_never_above_the_candidate_search(V: int, k: int, n: int) -> None:
+def determined(p: np.ndarray, q: np.ndarray, m: int) -> tuple[np.ndarray, np.ndarray]:
+    """The rows whose top m tokens of q are the same in every completion (m-th logged > cap)."""
+    mth = -np.sort(-q, axis=1)[:, m - 1]
+    ok = (mth > np.where(q > 0, q, np.inf).min(axis=1)) | (q.sum(axis=1) > 1 - 1e-12)
+    return p[ok], q[ok]
+
+
+@pytest.mark.parametrize(("V", "k", "n", "m"), [(40, 12, 2, 0), (3000, 20, 4, 0), (300, 14, 3, 1)])
+def test_never_above_the_candidate_search(V: int, k: int, n: int, m: int) -> None:
     from test_intervals_fast import _search_high
 
-    p, q = wor_logs(V + n, 24, V, n, k, n)
-    _, hi, _, _, _ = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)
-    old = _search_high(p, q, n, "wor", 0, iv.SEARCH_STEPS)
+    p, q = wor_logs(V + n, 24, V, max(n, 4 * m), k, n)
+    if m:
+        p, q = determined(p, q, m)
+    scheme = f"top{m}+wor" if m else "wor"
+    _, hi, _, _, _ = iv._bounds(p, q, n, scheme, iv.SEARCH_STEPS)
+    old = _search_high(p, q, n, scheme, m, iv.SEARCH_STEPS)
     assert (hi <= old + 1e-12).all()
+    assert len(p) >= 12
 
 
 def _topk(x: np.ndarray) -> mf.TopK:
@@ -235,4 +262,6 @@ def test_kernels_name_bad_arguments() -> None:
     with pytest.raises(ValueError, match="k: must be in"):
         _core.wor_bucket_alpha(x, x, np.array([0.3]), 0)
     with pytest.raises(ValueError, match="p, q: expected"):
-        _core.wor_cut_min(x, x[:, :1], np.array([0]), *(np.array([0.1]),) * 4, 2)
+        _core.wor_cut_min(x, x[:, :1], np.array([0]), *(np.array([0.1]),) * 4, 2, np.array([0.0]), np.array([0]))
+    with pytest.raises(ValueError, match="n_tc: counts"):
+        _core.wor_cut_min(x, x, np.array([0]), *(np.array([0.1]),) * 4, 2, np.array([0.0]), np.array([-1]))

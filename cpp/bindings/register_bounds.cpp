@@ -54,7 +54,7 @@ F64 bucket_alpha(const F64& p, const F64& q, const F64& u, int k, int threads) {
 }
 
 F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp, const F64& uq, const F64& tq,
-            int k, int threads) {
+            int k, const F64& p_top, const I64& n_tc, int threads) {
     check_rows(p, q, k);
     const int64_t B = p.shape(0), L = p.shape(1);
     if (hidden.ndim() != 1 || hidden.shape(0) != B) throw std::invalid_argument("hidden: expected a (B,) array");
@@ -64,6 +64,10 @@ F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const 
     check_vec("tp", tp, B);
     check_vec("uq", uq, B);
     check_vec("tq", tq, B);
+    check_vec("p_top", p_top, B);
+    if (n_tc.ndim() != 1 || n_tc.shape(0) != B) throw std::invalid_argument("n_tc: expected a (B,) array");
+    for (int64_t r = 0; r < B; ++r)
+        if (n_tc.data()[r] < 0) throw std::invalid_argument("n_tc: counts must be >= 0");
     F64 out(B);
     double* o = out.mutable_data();
     {
@@ -71,7 +75,8 @@ F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const 
         mdsd::parallel_rows<mdsd::WorBoundsWorkspace>(B, threads, [&](int64_t r, mdsd::WorBoundsWorkspace& ws) {
             const mdsd::TruncatedRow row{p.data() + r * L, q.data() + r * L, L,
                                          hidden.data()[r], up.data()[r],     tp.data()[r],
-                                         uq.data()[r],     tq.data()[r]};
+                                         uq.data()[r],     tq.data()[r],     p_top.data()[r],
+                                         n_tc.data()[r]};
             o[r] = mdsd::wor_cut_min(row, k, ws);
         });
     }
@@ -87,8 +92,9 @@ void register_bounds(py::module_& m) {
           "plus a Poisson bucket of mass u (> 0) in every H: the low end of acceptance_bounds for \"wor\"\n"
           "(docs/intervals.md §2). p, q: (B, L) logged values, u: (B,).");
     m.def("wor_cut_min", &cut_min, py::arg("p"), py::arg("q"), py::arg("hidden"), py::arg("up"), py::arg("tp"),
-          py::arg("uq"), py::arg("tq"), py::arg("k"), py::arg("threads") = 1,
+          py::arg("uq"), py::arg("tq"), py::arg("k"), py::arg("p_top"), py::arg("n_tc"), py::arg("threads") = 1,
           "Per row: min over every H of 1 + p_max(H) - Q_min(H) for k draws without replacement: the high\n"
           "end of acceptance_bounds for \"wor\" (docs/intervals.md §3.2). p, q: (B, L) on the union layout;\n"
-          "hidden: tokens logged in neither; up, tp, uq, tq: unseen masses and caps, (B,).");
+          "hidden: tokens logged in neither; up, tp, uq, tq: unseen masses and caps, (B,); for top<m>+wor\n"
+          "T's columns zeroed, p_top = p(T) and n_tc = its p-unseen tokens (zeros for wor), (B,).");
 }

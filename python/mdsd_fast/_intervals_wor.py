@@ -1,4 +1,4 @@
-"""The without-replacement route of ``acceptance_bounds`` ("wor", and the low end of "top<m>+wor").
+"""The without-replacement route of ``acceptance_bounds`` ("wor" and "top<m>+wor").
 
 Both ends run in the C++ core on each row's union support (``_intervals_fast.union``), one row at
 a time, so no row's result depends on the others, on the padding or on the chunking:
@@ -7,8 +7,8 @@ a time, so no row's result depends on the others, on the padding or on the chunk
   infinitely many phantoms, docs/intervals.md §2), instead of J = 32,768 phantom columns and the
   C(k, 2) / J their split could cost. Rows with no unseen q mass need no bucket: alpha* of the
   pair with p's unseen mass on one never-drafted phantom, as for i.i.d. drafts.
-* ``wor_high``: the smallest cut bound over **every** H, from structured candidates
-  (docs/intervals.md §3.2), instead of the certificates of a candidate search.
+* ``wor_high``: the smallest cut bound over **every** H (holding T for "top<m>+wor"), from
+  structured candidates (docs/intervals.md §3.2), instead of the certificates of a candidate search.
 """
 
 from __future__ import annotations
@@ -61,7 +61,24 @@ def wor_high_rows(p: Any, q: Any) -> _B:
     return np.asarray(row_cells(a, np.zeros_like(a), p.unseen.sum(axis=1)) * lumps <= WOR_MAX_ROW_CELLS)
 
 
-def wor_high(p: Any, q: Any, n: int) -> _F:
-    """min over every H of ``1 + p_max(H) - Q_min(H)`` for n draws without replacement, on the
-    union layout (``p.hidden``: the tokens logged in neither)."""
-    return np.asarray(_core.wor_cut_min(p.x, q.x, p.hidden.astype(np.int64), p.u, p.t, q.u, q.t, n), dtype=np.float64)
+def wor_high(p: Any, q: Any, T: _B, n: int, m: int) -> _F:
+    """min over every H holding T of ``1 + p_max(H) - Q_min(H)`` for n - m draws without
+    replacement after the top m tokens T of q, on the union layout (``p.hidden``: the tokens logged
+    in neither). T's columns are zeroed and enter as p(T) and its p-unseen count; Q is the random
+    part's, on q off T (docs/intervals.md §3.2)."""
+    off = ~T
+    return np.asarray(
+        _core.wor_cut_min(
+            np.where(off, p.x, 0.0),
+            np.where(off, q.x, 0.0),
+            p.hidden.astype(np.int64),
+            p.u,
+            p.t,
+            q.u,
+            q.t,
+            n - m,
+            (p.x * T).sum(axis=1),
+            (T & p.unseen).sum(axis=1).astype(np.int64),
+        ),
+        dtype=np.float64,
+    )

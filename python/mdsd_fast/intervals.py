@@ -15,8 +15,8 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
   where ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
   completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
   (``_intervals_fast.iid_high``: the bound depends on H through a few sums), and for "wor" too
-  (``_intervals_wor.wor_high``: a few structured sets per size); for "top<m>+wor" and oversized
-  rows it is over candidates, the certificates of extreme completions and of a Frank-Wolfe search.
+  (``_intervals_wor.wor_high``: a few structured sets per size); for oversized rows it is over
+  candidates, the certificates of extreme completions and of a Frank-Wolfe search.
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
 
@@ -398,13 +398,13 @@ def _bounds(
     else:
         lo, hi = _low(pl, ql, n, scheme, m, T), np.ones(B)
         a = ((pl.x > 0) & (ql.x > 0)).sum(axis=1)
-        if wor:  # every H at once for "wor" (docs/intervals.md §3.2); mixed schemes keep the search
-            fast = wor_high_rows(pl, ql) if m == 0 else np.zeros(B, dtype=bool)
+        if wor:  # every H at once (docs/intervals.md §3.2)
+            fast = wor_high_rows(pl, ql)
         else:
             fast = row_cells(a, ql.unseen.sum(axis=1), pl.unseen.sum(axis=1)) <= MAX_ROW_CELLS
         if fast.any():  # every H at once (docs/intervals.md §3.1, §3.2)
             sub = [_Log(*(np.asarray(f)[fast] for f in (lg.x, lg.unseen, lg.u, lg.t, lg.hidden))) for lg in (pl, ql)]
-            hi[fast] = wor_high(sub[0], sub[1], n) if wor else iid_high(sub[0], sub[1], T[fast], n - m)
+            hi[fast] = wor_high(sub[0], sub[1], T[fast], n, m) if wor else iid_high(sub[0], sub[1], T[fast], n - m)
         search = np.flatnonzero(~fast | witnesses)
         for rows, pg, qg in column_groups(P, Q, V, search, _Log, COMPRESS_KEEP) if search.size else []:
             h, whi[rows], wlo[rows] = _high(

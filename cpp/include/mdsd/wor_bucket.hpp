@@ -98,11 +98,15 @@ inline double wor_bucket_alpha(const double* p, const double* q, int64_t L, doub
 
 // One row's logs on its union layout (docs/intervals.md §5): p and q on L columns (logged values,
 // 0 elsewhere; a column with both 0 is padding), D = `hidden` tokens logged in neither, the
-// unseen masses and caps (up, tp) and (uq, tq).
+// unseen masses and caps (up, tp) and (uq, tq). For "top<m>+wor" the columns of T (q's top m,
+// in every H) are zeroed and T enters through p_T = p(T) and n_tc = |T ∩ U_p| (its p-unseen
+// tokens); Q is then the random part's, on q off T (the race is invariant to the weights' scale).
 struct TruncatedRow {
     const double *p, *q;
     int64_t L, hidden;
     double up, tp, uq, tq;
+    double p_T = 0.0;
+    int64_t n_tc = 0;
 };
 
 // min over every token set H of 1 + p_max(H) - Q_min(H) for k draws without replacement
@@ -202,7 +206,8 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
             const int64_t count = hc + j;
             for (std::size_t f = 0; f < lumps.size(); ++f) {
                 const Lump& lp = lumps[f];
-                const double p_in = lp.pB + ws.PA[j] + std::min(row.up, row.tp * static_cast<double>(hc + lp.d));
+                const double p_in =
+                    row.p_T + lp.pB + ws.PA[j] + std::min(row.up, row.tp * static_cast<double>(row.n_tc + hc + lp.d));
                 const double lam = out + lp.off, w = w_in + lp.lump;
                 const int64_t tokens = count + (lp.lump > 0.0);
                 double Q;
