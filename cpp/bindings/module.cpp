@@ -14,6 +14,7 @@ void register_engines(py::module_& m);
 void register_validate(py::module_& m);
 void register_trees(py::module_& m);
 void register_direct(py::module_& m);
+void register_bounds(py::module_& m);
 
 namespace {
 
@@ -49,6 +50,7 @@ PYBIND11_MODULE(_core, m) {
     register_validate(m);
     register_trees(m);
     register_direct(m);
+    register_bounds(m);
     m.def(
         "limits",
         [] {

@@ -9,13 +9,14 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
 
 * ``low`` is alpha* of one explicit pessimistic pair computed by the C++ core: p's unseen mass goes
   to a phantom token that is never drafted and q's to phantom tokens that p never gives (so every
-  draft landing there is wasted). Without replacement q's phantoms are J equal pieces, and the
-  C(k, 2) / J their finite split can cost is subtracted.
+  draft landing there is wasted). Without replacement q's phantoms are split without limit: a
+  Poisson bucket in every H (``_intervals_wor.wor_low``).
 * ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over token sets H (any H gives a valid bound),
   where ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
   completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
-  (``_intervals_fast.iid_high``: the bound depends on H through a few sums); without replacement
-  it is over candidates, the certificates of extreme completions and of a Frank-Wolfe search.
+  (``_intervals_fast.iid_high``: the bound depends on H through a few sums), and for "wor" too
+  (``_intervals_wor.wor_high``: a few structured sets per size); for oversized rows it is over
+  candidates, the certificates of extreme completions and of a Frank-Wolfe search.
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
 
@@ -37,6 +38,7 @@ from ._intervals_sparse import (
     sparse_parts,
     unseen_mass,
 )
+from ._intervals_wor import wor_high, wor_high_rows, wor_low
 from ._validate import _as_float_array, _sampled, check_n, check_scheme, check_threads, mixed_parts
 from .bound import optimal_acceptance
 from .sparse import is_sparse
@@ -49,10 +51,6 @@ BOUND_SLACK = 1e-9
 
 #: A row whose logged mass is within this of 1 is complete (its missing mass is rounding).
 COMPLETE_TOL = 1e-12
-
-#: Without replacement, ``low`` splits q's unseen mass into phantoms and pays at most this much for
-#: not splitting it infinitely finely (docs/intervals.md §2.2).
-WOR_SPLIT_ERROR = 2e-4
 
 #: Frank-Wolfe steps of the search for the certificates behind ``high`` (without-replacement drafts,
 #: and i.i.d. rows beyond ``MAX_ROW_CELLS``).
@@ -172,22 +170,19 @@ def _top(q: _Log, m: int) -> _B:
     return mask
 
 
-def _low(p: _Log, q: _Log, n: int, scheme: str, m: int, threads: int | None = None) -> _F:
+def _low(p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, threads: int | None = None) -> _F:
     """alpha* of the pessimistic pair: p's unseen mass on a phantom never drafted, q's on phantoms
     p never gives, each below the m-th logged q value so the top m stays T (docs/intervals.md §2).
 
     i.i.d. drafts: one phantom of mass u. Without replacement, the worst completion splits q's
-    unseen mass ever finer; J equal phantoms reach that limit within C(k, 2) / J (k random drafts),
-    which is subtracted."""
+    unseen mass ever finer: its limit, a Poisson bucket in every H (``_intervals_wor.wor_low``)."""
+    if scheme == "wor" or scheme.endswith("+wor"):
+        return wor_low(p, q, T, n, m, threads)
     B, V = p.x.shape
-    k = n - m
-    wor = scheme == "wor" or scheme.endswith("+wor")
     J = np.ones(B)
     if m:
         cap = 0.5 * np.sort(q.x, axis=1)[:, -m]  # below every top-m value, so T stays the top m
         J = np.maximum(J, np.ceil(q.u / cap))
-    if wor:
-        J = np.maximum(J, np.ceil(k * (k - 1) / 2 / WOR_SPLIT_ERROR))
     J = 2 ** np.ceil(np.log2(J))  # rows with the same J form one call: a row's arrays never depend on others
     low = np.empty(B)
     for j in np.unique(J):
@@ -200,7 +195,7 @@ def _low(p: _Log, q: _Log, n: int, scheme: str, m: int, threads: int | None = No
         qt[:, :V] = q.x[rows]
         qt[:, V + 1 :] = (q.u[rows] / Jr)[:, None]
         low[rows] = np.asarray(optimal_acceptance(pt, qt, n, scheme, threads=threads), dtype=np.float64)
-    return low - np.where(q.u > 0, k * (k - 1) / 2 / J if wor else 0.0, 0.0)  # no unseen mass: exact
+    return low
 
 
 def _q_min_wor(w: _F, w_out: _F, k: int, threads: int | None = None) -> _F:
@@ -407,16 +402,17 @@ def _bounds(
         lo, hi = topk_range(pl, T)
         wlo, whi = lo.copy(), hi.copy()
     else:
-        lo, hi = _low(pl, ql, n, scheme, m, threads), np.ones(B)
+        lo, hi = _low(pl, ql, n, scheme, m, T, threads), np.ones(B)
         a = ((pl.x > 0) & (ql.x > 0)).sum(axis=1)
-        fast = (
-            np.zeros(B, dtype=bool)
-            if wor
-            else row_cells(a, ql.unseen.sum(axis=1), pl.unseen.sum(axis=1)) <= MAX_ROW_CELLS
-        )
-        if fast.any():  # every H at once (docs/intervals.md §3.1)
+        if wor:  # every H at once (docs/intervals.md §3.2)
+            fast = wor_high_rows(pl, ql)
+        else:
+            fast = row_cells(a, ql.unseen.sum(axis=1), pl.unseen.sum(axis=1)) <= MAX_ROW_CELLS
+        if fast.any():  # every H at once (docs/intervals.md §3.1, §3.2)
             sub = [_Log(*(np.asarray(f)[fast] for f in (lg.x, lg.unseen, lg.u, lg.t, lg.hidden))) for lg in (pl, ql)]
-            hi[fast] = iid_high(sub[0], sub[1], T[fast], n - m)
+            hi[fast] = (
+                wor_high(sub[0], sub[1], T[fast], n, m, threads) if wor else iid_high(sub[0], sub[1], T[fast], n - m)
+            )
         search = np.flatnonzero(~fast | witnesses)
         for rows, pg, qg in column_groups(P, Q, V, search, _Log, COMPRESS_KEEP) if search.size else []:
             h, whi[rows], wlo[rows] = _high(

@@ -1,0 +1,100 @@
+// The without-replacement ends of acceptance_bounds (mdsd/wor_bucket.hpp), one row at a time over
+// a batch on the union layout of python/mdsd_fast/_intervals_fast.py. Rows are independent, so
+// the results do not depend on the thread count.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "mdsd/parallel.hpp"
+#include "mdsd/wor_bucket.hpp"
+
+namespace py = pybind11;
+using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
+using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+namespace {
+
+void check_rows(const F64& p, const F64& q, int k) {
+    if (p.ndim() != 2 || q.ndim() != 2 || p.shape(0) != q.shape(0) || p.shape(1) != q.shape(1))
+        throw std::invalid_argument("p, q: expected two (B, L) float64 arrays of the same shape");
+    if (k < 1 || k > 64) throw std::invalid_argument("k: must be in 1..64, got " + std::to_string(k));
+    for (const F64* x : {&p, &q})
+        for (int64_t i = 0; i < x->size(); ++i)
+            if (!(std::isfinite(x->data()[i]) && x->data()[i] >= 0.0))
+                throw std::invalid_argument("p, q: entries must be finite and >= 0");
+}
+
+void check_vec(const char* name, const F64& x, int64_t B) {
+    if (x.ndim() != 1 || x.shape(0) != B) throw std::invalid_argument(std::string(name) + ": expected a (B,) array");
+    for (int64_t i = 0; i < B; ++i)
+        if (!(std::isfinite(x.data()[i]) && x.data()[i] >= 0.0))
+            throw std::invalid_argument(std::string(name) + ": entries must be finite and >= 0");
+}
+
+F64 bucket_alpha(const F64& p, const F64& q, const F64& u, int k, int threads) {
+    check_rows(p, q, k);
+    const int64_t B = p.shape(0), L = p.shape(1);
+    check_vec("u", u, B);
+    for (int64_t r = 0; r < B; ++r)
+        if (!(u.data()[r] > 0.0)) throw std::invalid_argument("u: the bucket's mass must be > 0");
+    F64 out(B);
+    double* o = out.mutable_data();
+    const double *pp = p.data(), *qq = q.data(), *uu = u.data();
+    {
+        py::gil_scoped_release nogil;
+        mdsd::parallel_rows<mdsd::WorBoundsWorkspace>(B, threads, [&](int64_t r, mdsd::WorBoundsWorkspace& ws) {
+            o[r] = mdsd::wor_bucket_alpha(pp + r * L, qq + r * L, L, uu[r], k, ws);
+        });
+    }
+    return out;
+}
+
+F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp, const F64& uq, const F64& tq,
+            int k, const F64& p_top, const I64& n_tc, int threads) {
+    check_rows(p, q, k);
+    const int64_t B = p.shape(0), L = p.shape(1);
+    if (hidden.ndim() != 1 || hidden.shape(0) != B) throw std::invalid_argument("hidden: expected a (B,) array");
+    for (int64_t r = 0; r < B; ++r)
+        if (hidden.data()[r] < 0) throw std::invalid_argument("hidden: counts must be >= 0");
+    check_vec("up", up, B);
+    check_vec("tp", tp, B);
+    check_vec("uq", uq, B);
+    check_vec("tq", tq, B);
+    check_vec("p_top", p_top, B);
+    if (n_tc.ndim() != 1 || n_tc.shape(0) != B) throw std::invalid_argument("n_tc: expected a (B,) array");
+    for (int64_t r = 0; r < B; ++r)
+        if (n_tc.data()[r] < 0) throw std::invalid_argument("n_tc: counts must be >= 0");
+    F64 out(B);
+    double* o = out.mutable_data();
+    {
+        py::gil_scoped_release nogil;
+        mdsd::parallel_rows<mdsd::WorBoundsWorkspace>(B, threads, [&](int64_t r, mdsd::WorBoundsWorkspace& ws) {
+            const mdsd::TruncatedRow row{p.data() + r * L, q.data() + r * L, L,
+                                         hidden.data()[r], up.data()[r],     tp.data()[r],
+                                         uq.data()[r],     tq.data()[r],     p_top.data()[r],
+                                         n_tc.data()[r]};
+            o[r] = mdsd::wor_cut_min(row, k, ws);
+        });
+    }
+    return out;
+}
+
+}  // namespace
+
+void register_bounds(py::module_& m) {
+    m.def("wor_bucket_alpha", &bucket_alpha, py::arg("p"), py::arg("q"), py::arg("u"), py::arg("k"),
+          py::arg("threads") = 1,
+          "Per row: 1 + min_H [p(H) - Q(H + bucket)] for k draws without replacement from the logged q\n"
+          "plus a Poisson bucket of mass u (> 0) in every H: the low end of acceptance_bounds for \"wor\"\n"
+          "(docs/intervals.md §2). p, q: (B, L) logged values, u: (B,).");
+    m.def("wor_cut_min", &cut_min, py::arg("p"), py::arg("q"), py::arg("hidden"), py::arg("up"), py::arg("tp"),
+          py::arg("uq"), py::arg("tq"), py::arg("k"), py::arg("p_top"), py::arg("n_tc"), py::arg("threads") = 1,
+          "Per row: min over every H of 1 + p_max(H) - Q_min(H) for k draws without replacement: the high\n"
+          "end of acceptance_bounds for \"wor\" (docs/intervals.md §3.2). p, q: (B, L) on the union layout;\n"
+          "hidden: tokens logged in neither; up, tp, uq, tq: unseen masses and caps, (B,); for top<m>+wor\n"
+          "T's columns zeroed, p_top = p(T) and n_tc = its p-unseen tokens (zeros for wor), (B,).");
+}

@@ -1,0 +1,111 @@
+// The race pieces of mdsd/wor_bucket.hpp against the race they stand for (race::WorRace with
+// explicit tokens), mirroring tests/test_intervals_wor.py at the kernel level:
+//   * the Poisson start (race_start_with_bucket) against J explicit tokens of mass u / J: Q never
+//     below theirs, never above by more than C(k, 2) / J, the gap shrinking with J;
+//   * the lump correction (Fbar - b_lump P[k-1] in race_integral) against adding the lump as one
+//     more token and calling value(): equal to 1e-15;
+//   * wor_bucket_alpha against the minimum over every prefix of the same scan with the J tokens.
+#include "mdsd/wor_bucket.hpp"
+
+#include <cstdio>
+#include <vector>
+
+#include "cases.hpp"
+#include "check.hpp"
+
+using cases::Gen;
+
+namespace {
+
+// Q(H) of weights w in H plus the bucket u (or J tokens of u / J), outside mass lam.
+double q_bucket(const std::vector<double>& w, double u, double lam, int k, int64_t J) {
+    mdsd::race::WorRace r;
+    r.defer = false;
+    r.reset(k, lam);
+    if (J == 0) mdsd::race_start_with_bucket(r, u);
+    for (int64_t j = 0; j < J; ++j) r.add(u / static_cast<double>(J));
+    for (double x : w) r.add(x);
+    return r.value(0.0, lam);
+}
+
+}  // namespace
+
+int main() {
+    Gen g(20261202);
+    for (int rep = 0; rep < 40; ++rep) {
+        const int k = 2 + rep % 4;
+        std::vector<double> w(1 + rep % 5);
+        double s = 0.0;
+        for (double& x : w) s += (x = g.uniform(0.01, 1.0));
+        const double u = g.uniform(0.05, 0.6), lam = g.uniform(0.02, 0.5);
+        const double tot = s + u + lam;
+        for (double& x : w) x /= tot;  // the race's rates sum to 1 (its t_lo argument)
+        const double ub = u / tot, lb = lam / tot;
+        check::context("rep %d, k %d, |w| %zu", rep, k, w.size());
+        const double qb = q_bucket(w, ub, lb, k, 0);
+        double prev_gap = 1.0;
+        for (int64_t J : {16, 256, 4096}) {
+            const double qj = q_bucket(w, ub, lb, k, J);
+            const double gap = qb - qj, pairs = k * (k - 1) / 2.0;
+            CHECK_MSG(gap >= -1e-12 && gap <= pairs / static_cast<double>(J) + 1e-12, "J %lld gap %.3e",
+                      static_cast<long long>(J), gap);
+            CHECK(gap <= prev_gap + 1e-15);
+            prev_gap = gap;
+        }
+        // the lump correction against the lump as a token
+        const double lump = g.uniform(0.0, 0.5) * lb;
+        mdsd::race::WorRace r;
+        r.defer = false;
+        r.reset(k, lb - lump);
+        for (double x : w) r.add(x);
+        const int64_t G = r.G;
+        std::vector<double> fb(G, 0.0), bl(G), e(G), b(G);
+        for (int c = 0; c < k; ++c)
+            for (int64_t gi = 0; gi < r.g_sat; ++gi) fb[gi] += r.P[static_cast<std::size_t>(c) * G + gi];
+        mdsd::race::factor_chain(r.t.data(), G, r.M, r.M, lump * r.scale, e.data(), bl.data());
+        for (int64_t gi = 0; gi < r.g_sat; ++gi) fb[gi] -= r.P[static_cast<std::size_t>(k - 1) * G + gi] * bl[gi];
+        const double corrected = mdsd::race_integral(r, fb.data(), lb - lump, e.data(), b.data());
+        r.add(lump);
+        CHECK_NEAR(corrected, r.value(0.0, lb - lump), 1e-15);
+    }
+    // wor_bucket_alpha: the prefix minimum with the bucket, against the same scan with J tokens
+    for (int rep = 0; rep < 20; ++rep) {
+        const int k = 2 + rep % 3;
+        const int64_t L = 6 + rep % 5;
+        std::vector<double> p(L), q(L);
+        double sp = 0.0, sq = 0.0;
+        for (int64_t i = 0; i < L; ++i) {
+            sp += (p[i] = g.uniform() < 0.2 ? 0.0 : g.uniform(0.01, 1.0));
+            sq += (q[i] = g.uniform() < 0.2 ? 0.0 : g.uniform(0.01, 1.0));
+        }
+        const double up = g.uniform(0.05, 0.5), uq = g.uniform(0.05, 0.5);
+        for (int64_t i = 0; i < L; ++i) {
+            p[i] *= (1.0 - up) / sp;
+            q[i] *= (1.0 - uq) / sq;
+        }
+        check::context("alpha rep %d, k %d", rep, k);
+        mdsd::WorBoundsWorkspace ws;
+        const double a = mdsd::wor_bucket_alpha(p.data(), q.data(), L, uq, k, ws);
+        // J phantoms first (p = 0), then the ratio order: 1 + min over prefixes holding them all
+        const int64_t J = 4096;
+        std::vector<int32_t> order;
+        mdsd::OrderWorkspace ow;
+        const int64_t K = mdsd::ratio_order(p.data(), q.data(), L, ow, order);
+        double best = 0.0;
+        for (int64_t i = 0; i <= K; ++i) {
+            std::vector<double> w;
+            double P = 0.0, lam = 0.0;
+            for (int64_t j = 0; j < K; ++j) {
+                if (j < i) {
+                    w.push_back(q[order[j]]);
+                    P += p[order[j]];
+                } else lam += q[order[j]];
+            }
+            const double Q = lam > 0.0 ? q_bucket(w, uq, lam, k, J) : 1.0;
+            best = std::min(best, P - Q);
+        }
+        const double aj = 1.0 + best, pairs = k * (k - 1) / 2.0;
+        CHECK_MSG(a <= aj + 1e-12 && a >= aj - pairs / J - 1e-12, "bucket %.15g, J phantoms %.15g", a, aj);
+    }
+    return check::summary("test_wor_bucket");
+}

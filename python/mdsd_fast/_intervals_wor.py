@@ -1,0 +1,90 @@
+"""The without-replacement route of ``acceptance_bounds`` ("wor" and "top<m>+wor").
+
+Both ends run in the C++ core on each row's union support (``_intervals_fast.union``), one row at
+a time, so no row's result depends on the others, on the padding or on the chunking:
+
+* ``wor_low``: q's unseen mass as a Poisson bucket of its mass that is in every H (the limit of
+  infinitely many phantoms, docs/intervals.md §2), instead of J = 32,768 phantom columns and the
+  C(k, 2) / J their split could cost. Rows with no unseen q mass need no bucket: alpha* of the
+  pair with p's unseen mass on one never-drafted phantom, as for i.i.d. drafts.
+* ``wor_high``: the smallest cut bound over **every** H (holding T for "top<m>+wor"), from
+  structured candidates (docs/intervals.md §3.2), instead of the certificates of a candidate search.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from . import _core
+from ._intervals_fast import row_cells
+from ._validate import check_threads
+from .bound import optimal_acceptance
+
+_F = NDArray[np.float64]
+_B = NDArray[np.bool_]
+
+#: A row with more structured candidates than this keeps the candidate search for ``high``
+#: (top-20 rows have at most ~1,800; the kernel spends ~0.3 us on each).
+WOR_MAX_ROW_CELLS = 1 << 18
+
+
+def wor_low(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -> _F:
+    """alpha* of the pessimistic pair (p's unseen mass never drafted, q's a bucket in every H)
+    for ``n - m`` draws without replacement after the top ``m`` tokens T of q (docs/theory.md
+    §5.2: alpha*_mixed = p(T) + alpha* of the split pair; the split's renormalisation off T
+    is not needed, the race is invariant to the scale of the weights)."""
+    B = p.x.shape[0]
+    low = np.empty(B)
+    bucket = q.u > 0
+    if bucket.any():
+        pT = (p.x[bucket] * T[bucket]).sum(axis=1)
+        off = ~T[bucket]
+        alpha = _core.wor_bucket_alpha(
+            np.where(off, p.x[bucket], 0.0),
+            np.where(off, q.x[bucket], 0.0),
+            q.u[bucket],
+            n - m,
+            threads=check_threads(threads),
+        )
+        low[bucket] = np.minimum(1.0, pT + alpha)
+    if (~bucket).any():  # q complete: only p's unseen mass, on one phantom that q never drafts
+        rows = ~bucket
+        scheme = f"top{m}+wor" if m else "wor"
+        pt = np.concatenate([p.x[rows], p.u[rows, None]], axis=1)
+        qt = np.concatenate([q.x[rows], np.zeros((int(rows.sum()), 1))], axis=1)
+        low[rows] = np.asarray(optimal_acceptance(pt, qt, n, scheme, threads=threads), dtype=np.float64)
+    return low
+
+
+def wor_high_rows(p: Any, q: Any) -> _B:
+    """Rows small enough for ``wor_high`` (the others keep the candidate search)."""
+    a = ((p.x > 0) & (q.x > 0)).sum(axis=1)
+    lumps = q.unseen.sum(axis=1) + 2  # one per h_B, both ends of D
+    return np.asarray(row_cells(a, np.zeros_like(a), p.unseen.sum(axis=1)) * lumps <= WOR_MAX_ROW_CELLS)
+
+
+def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -> _F:
+    """min over every H holding T of ``1 + p_max(H) - Q_min(H)`` for n - m draws without
+    replacement after the top m tokens T of q, on the union layout (``p.hidden``: the tokens logged
+    in neither). T's columns are zeroed and enter as p(T) and its p-unseen count; Q is the random
+    part's, on q off T (docs/intervals.md §3.2)."""
+    off = ~T
+    return np.asarray(
+        _core.wor_cut_min(
+            np.where(off, p.x, 0.0),
+            np.where(off, q.x, 0.0),
+            p.hidden.astype(np.int64),
+            p.u,
+            p.t,
+            q.u,
+            q.t,
+            n - m,
+            (p.x * T).sum(axis=1),
+            (T & p.unseen).sum(axis=1).astype(np.int64),
+            threads=check_threads(threads),
+        ),
+        dtype=np.float64,
+    )
