@@ -110,7 +110,15 @@ def test_validated_rows_and_errors_independent_of_threads() -> None:
 # ---------------------------------------------------------------- every kernel, the newer entry points
 
 #: Kernels that take a thread count, and the position of that argument (0 when not passed).
-KERNELS = {"normalize_rows": 2, "dual_batch": 6, "VerifierBatch": 6, "tree_values": 4, "verify_direct": 5}
+KERNELS = {
+    "normalize_rows": 2,
+    "dual_batch": 6,
+    "VerifierBatch": 6,
+    "tree_values": 4,
+    "verify_direct": 5,
+    "wor_bucket_alpha": 4,
+    "wor_cut_min": 10,
+}
 
 
 @pytest.fixture
