@@ -74,7 +74,7 @@ inline void factor_chain(const double* t, int64_t gn, int64_t direct, int M, dou
 // e^{y} - 1 for 0 <= y <= 1/8 by its series up to y^11 (the dropped terms sum below 2^-60 y), as
 // one_minus_exp_neg: all terms positive, no cancellation.
 inline double exp_minus_one(double y) {
-    constexpr double inv[12] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5,
+    constexpr double inv[12] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4,  1.0 / 5,
                                 1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11};
     const int top = y <= 0x1p-22 ? 3 : y <= 0x1p-11 ? 5 : y <= 0x1p-6 ? 8 : 11;
     double s = 1.0;
