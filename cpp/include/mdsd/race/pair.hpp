@@ -202,4 +202,38 @@ inline void unlay_update(int n, int64_t G, double* P, double* D, const double* Q
     unlay_update_t<false>(n, G, P, D, QP, QD, e, b, q, u);
 }
 
+// pass_div's small token in one sweep over the nodes, for a fixed n: div_factor_t<true> of E by
+// 1 + x beta with seed q into Q, then w_raw(Q, B, e = 1, beta, q). The same operations per node
+// in the same order as those two calls (the same bits); the coefficients stay in registers.
+template <int N>
+inline double div_w_unit(int64_t G, const double* MDSD_RESTRICT EP, const double* MDSD_RESTRICT ED,
+                         double* MDSD_RESTRICT QP, double* MDSD_RESTRICT QD, const double* MDSD_RESTRICT BP,
+                         const double* MDSD_RESTRICT BD, const double* MDSD_RESTRICT beta,
+                         const double* MDSD_RESTRICT wt, double q, double* MDSD_RESTRICT f) {
+    static_assert(N >= 2, "n = 1 has no D rows to divide");
+    for (int64_t g = 0; g < G; ++g) {
+        const double bt = beta[g];
+        double p[N], d[N - 1];
+        p[0] = EP[g];
+        d[0] = ED[g] - q * p[0];
+        for (int c = 1; c < N; ++c) {
+            p[c] = EP[c * G + g] - bt * p[c - 1];
+            if (c < N - 1) d[c] = ED[c * G + g] - q * p[c] - bt * d[c - 1];
+        }
+        double pi = 0.0, dd = 0.0;
+        for (int i = 0; i < N; ++i) {
+            QP[i * G + g] = p[i];
+            pi += p[i] * BP[(N - 1 - i) * G + g];
+            if (i <= N - 2) {
+                QD[i * G + g] = d[i];
+                dd += d[i] * BP[(N - 2 - i) * G + g] + p[i] * BD[(N - 2 - i) * G + g];
+            }
+        }
+        f[g] = wt[g] * (q * 1.0 * pi + bt * dd);
+    }
+    double acc = 0.0;  // the nodes in order, as w_raw
+    for (int64_t g = 0; g < G; ++g) acc += f[g];
+    return acc;
+}
+
 }  // namespace mdsd::race

@@ -167,7 +167,7 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
         if (q[toks[i]] > qcut) bigpos.push_back(i);
     const int64_t nbig = static_cast<int64_t>(bigpos.size());
     if (nbig > kDivMaxBig) return false;
-    std::vector<double> e(G), b(G), beta(G), one(G, 1.0);  // one: e of the factor 1 + x beta
+    std::vector<double> e(G), b(G), beta(G), one(G, 1.0), fw(G);  // one: e of the factor 1 + x beta
     Checks sufB;  // sufB.at(j): the big tokens from the j-th on, at weight 1
     sufB.S = S;
     sufB.nb = nbig;
@@ -210,8 +210,23 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
         // (no division by e per node). Qi holds e Q_i: Qi[c] = E[c] - beta Qi[c-1],
         // QiD[c] = ED[c] - q Qi[c] - beta QiD[c-1].
         gr.betas(qy, beta.data());
-        div_factor_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(), nullptr, qy);
-        const double w = w_raw(gr, Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), one.data(), beta.data(), qy);
+        double w;
+        switch (n) {  // fixed n: one sweep over the nodes (div_w_unit), the same bits
+#define MDSD_DIV_W(N)                                                                                       \
+    case N:                                                                                                 \
+        w = div_w_unit<N>(G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), \
+                          beta.data(), gr.wt.data(), qy, fw.data());                                        \
+        break;
+            MDSD_DIV_W(2)
+            MDSD_DIV_W(3)
+            MDSD_DIV_W(4)
+            MDSD_DIV_W(8)
+#undef MDSD_DIV_W
+            default:
+                div_factor_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(),
+                                   nullptr, qy);
+                w = w_raw(gr, Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), one.data(), beta.data(), qy);
+        }
         w_out[i] = w;
         const double u = 1.0 - lay(i, w);
         if (u == 0.0) continue;
