@@ -8,7 +8,8 @@
 //   * the greedy pass (tokens laid in turn, lay(i, w) = 1 - p/w) by pass_div and by pass against
 //     enumeration, and pass_div against pass on long LLM-like rows (|dw| <= 1e-12);
 //   * product_by_moments against the factor-by-factor product; loo_weights against pass at h = 1;
-//   * Grid: its weights integrate Erlang densities to 1; Grid::factors against libm.
+//   * Grid: its weights integrate Erlang densities to 1; Grid::factors against libm (the chains
+//     and w_raw bit for bit against node-by-node forms: test_race_chains.cpp).
 //
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/loo.hpp"
@@ -23,24 +24,10 @@ namespace R = mdsd::race;
 
 #include "cases.hpp"
 #include "check.hpp"
+#include "race_grid.hpp"
 
 using cases::Gen;
 using cases::Vec;
-
-// The grid of a draft law q as the plans (and the race_grid test binding) build it.
-static R::Grid grid_of(const Vec& q, int n) {
-    std::vector<double> qs;
-    double qsum = 0.0;
-    for (double x : q)
-        if (x > 0.0) {
-            qs.push_back(x);
-            qsum += x;
-        }
-    std::sort(qs.begin(), qs.end(), std::greater<double>());
-    R::Grid gr;
-    gr.build(n, qsum, static_cast<int64_t>(qs.size()) > n ? qs[n] : 0.0, qs.back());
-    return gr;
-}
 
 static std::vector<int32_t> support_tokens(const Vec& q) {
     std::vector<int32_t> t;

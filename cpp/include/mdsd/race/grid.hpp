@@ -55,12 +55,49 @@ inline void factor_chain(const double* t, int64_t gn, int64_t direct, int M, dou
         b[g] = bb;
         e[g] = bb <= 0.5 ? 1.0 - bb : std::exp(-y);
     }
-    for (int64_t g = nd; g < gn; ++g) {  // branch-free: the same values either way
-        const double bb = b[g - M], ee = e[g - M];
-        const double b2 = bb * (2.0 - bb), e2 = ee * ee;
-        const bool lo = bb <= 0.5;
-        b[g] = lo ? b2 : 1.0 - e2;
-        e[g] = lo ? 1.0 - b2 : e2;
+    // One chain per residue class mod M, carried in registers: a loop over g reading b[g - M] gets
+    // vectorised with loads straddling the stores just made (a stalled store-to-load forward per
+    // node). The same operations either way.
+    for (int64_t r = std::max<int64_t>(0, nd - M); r < nd; ++r) {
+        double bb = b[r], ee = e[r];
+        for (int64_t g = r + M; g < gn; g += M) {  // branch-free: the same values either way
+            const double b2 = bb * (2.0 - bb), e2 = ee * ee;
+            const bool lo = bb <= 0.5;
+            bb = lo ? b2 : 1.0 - e2;
+            ee = lo ? 1.0 - b2 : e2;
+            b[g] = bb;
+            e[g] = ee;
+        }
+    }
+}
+
+// e^{y} - 1 for 0 <= y <= 1/8 by its series up to y^11 (the dropped terms sum below 2^-60 y), as
+// one_minus_exp_neg: all terms positive, no cancellation.
+inline double exp_minus_one(double y) {
+    constexpr double inv[12] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4,  1.0 / 5,
+                                1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11};
+    const int top = y <= 0x1p-22 ? 3 : y <= 0x1p-11 ? 5 : y <= 0x1p-6 ? 8 : 11;
+    double s = 1.0;
+    for (int m = top; m >= 2; --m) s = 1.0 + s * y * inv[m];
+    return y * s;
+}
+
+// beta_g = e^{x t_g} - 1 = b_g / e_g on the same nodes as factor_chain (docs/theory.md §14.4): the
+// factor e + x b of a small token over e, 1 + x beta. The direct nodes by the series (y <= 1/8) or
+// libm, the others by doubling, e^{2y} - 1 = beta (beta + 2): a sum of positive terms (no switch at
+// b = 1/2 as factor_chain's). Relative error ~1e-15 while beta <= 1 (pass_div's small tokens);
+// beyond, it grows with y as e's does.
+inline void beta_chain(const double* t, int64_t gn, int64_t direct, int M, double x, double* beta) {
+    int64_t g0 = 0;
+    while (g0 < gn && x * t[g0] < kChainStart) ++g0;
+    const int64_t nd = std::min<int64_t>(std::max<int64_t>(direct, g0 + M), gn);
+    for (int64_t g = 0; g < nd; ++g) {
+        const double y = x * t[g];
+        beta[g] = y <= kSeriesMaxArg ? exp_minus_one(y) : std::expm1(y);
+    }
+    for (int64_t r = std::max<int64_t>(0, nd - M); r < nd; ++r) {  // per residue class, as factor_chain
+        double x2 = beta[r];
+        for (int64_t g = r + M; g < gn; g += M) beta[g] = x2 = x2 * (x2 + 2.0);
     }
 }
 
@@ -132,6 +169,8 @@ struct Grid {
     // e_g = exp(-x t_g), b_g = 1 - e_g on every node: the interpolation nodes and the first M
     // geometric ones directly, the others by doubling (factor_chain).
     void factors(double x, double* e, double* b) const { factor_chain(t.data(), G, g0 + M, M, x, e, b); }
+    // beta_g = e^{x t_g} - 1 on every node, directly where factors() is direct (beta_chain).
+    void betas(double x, double* beta) const { beta_chain(t.data(), G, g0 + M, M, x, beta); }
 };
 
 

@@ -86,24 +86,32 @@ struct Pair {
 };
 
 // w_y from the pair of the tokens before y (a) and after it (b): Pi_{-y} = a.Pi b.Pi,
-// D_{-y} = a.D b.Pi + a.Pi b.D (only the coefficients n-1 and n-2 are needed).
+// D_{-y} = a.D b.Pi + a.Pi b.D (only the coefficients n-1 and n-2 are needed). The node sums run
+// over blocks of nodes, coefficient by coefficient (vectorisable), in the same order per node as one
+// node at a time, and the integral adds the nodes in order: the same bits either way.
 inline double w_raw(const Grid& gr, const double* aP, const double* aD, const double* bP, const double* bD,
                     const double* e, const double* bb, double qy) {
     const int n = gr.n;
     const int64_t G = gr.G;
+    constexpr int64_t kBlock = 64;
+    double pi[kBlock], d[kBlock];
     double acc = 0.0;
-    for (int64_t g = 0; g < G; ++g) {
-        double pi = 0.0, d = 0.0;
-        for (int i = 0; i < n; ++i) {
-            const std::size_t ai = static_cast<std::size_t>(i) * G + g;
-            const std::size_t bi = static_cast<std::size_t>(n - 1 - i) * G + g;
-            pi += aP[ai] * bP[bi];
+    for (int64_t g0 = 0; g0 < G; g0 += kBlock) {
+        const int64_t gn = std::min(kBlock, G - g0);
+        for (int i = 0; i < n; ++i) {  // i = 0 sets the sums (0 + x = x)
+            const double* a = aP + static_cast<std::size_t>(i) * G + g0;
+            const double* bp = bP + static_cast<std::size_t>(n - 1 - i) * G + g0;
+            for (int64_t g = 0; g < gn; ++g) pi[g] = (i ? pi[g] : 0.0) + a[g] * bp[g];
             if (i <= n - 2) {
-                const std::size_t bj = static_cast<std::size_t>(n - 2 - i) * G + g;
-                d += aD[ai] * bP[bj] + aP[ai] * bD[bj];
+                const double* ad = aD + static_cast<std::size_t>(i) * G + g0;
+                const double* bp2 = bP + static_cast<std::size_t>(n - 2 - i) * G + g0;
+                const double* bd2 = bD + static_cast<std::size_t>(n - 2 - i) * G + g0;
+                for (int64_t g = 0; g < gn; ++g) d[g] = (i ? d[g] : 0.0) + (ad[g] * bp2[g] + a[g] * bd2[g]);
+            } else if (n == 1) {
+                std::fill(d, d + gn, 0.0);
             }
         }
-        acc += gr.wt[g] * (qy * e[g] * pi + bb[g] * d);
+        for (int64_t g = 0; g < gn; ++g) acc += gr.wt[g0 + g] * (qy * e[g0 + g] * pi[g] + bb[g0 + g] * d[g]);
     }
     return acc;
 }
@@ -134,36 +142,49 @@ inline Pair mul(const Pair& a, const Pair& b) {
 
 // (dP, dD) = (sP, sD) divided by a token factor e + x b with seed q e (weight 1), ie = 1 / e:
 // dP[c] = (sP[c] - b dP[c-1]) / e, dD[c] = (sD[c] - q e dP[c] - b dD[c-1]) / e. The top row of D
-// (x^{n-1}) is left alone: no w reads it, and no lower row depends on it.
-inline void div_factor(int n, int64_t G, const double* MDSD_RESTRICT sP, const double* MDSD_RESTRICT sD,
-                       double* MDSD_RESTRICT dP, double* MDSD_RESTRICT dD, const double* MDSD_RESTRICT e,
-                       const double* MDSD_RESTRICT b, const double* MDSD_RESTRICT ie, double q) {
+// (x^{n-1}) is left alone: no w reads it, and no lower row depends on it. kUnit: e = ie = 1 (the
+// factor 1 + x beta of race::pass_div; e and ie are not read).
+template <bool kUnit>
+inline void div_factor_t(int n, int64_t G, const double* MDSD_RESTRICT sP, const double* MDSD_RESTRICT sD,
+                         double* MDSD_RESTRICT dP, double* MDSD_RESTRICT dD, const double* MDSD_RESTRICT e,
+                         const double* MDSD_RESTRICT b, const double* MDSD_RESTRICT ie, double q) {
     for (int64_t g = 0; g < G; ++g) {
-        const double p1 = sP[g] * ie[g];
+        const double p1 = kUnit ? sP[g] : sP[g] * ie[g];
         dP[g] = p1;
-        if (n > 1) dD[g] = (sD[g] - q * e[g] * p1) * ie[g];
+        if (n > 1) dD[g] = kUnit ? sD[g] - q * p1 : (sD[g] - q * e[g] * p1) * ie[g];
     }
     for (int c = 1; c < n; ++c) {
         const std::size_t o = static_cast<std::size_t>(c) * G;
         if (c == n - 1) {
-            for (int64_t g = 0; g < G; ++g) dP[o + g] = (sP[o + g] - b[g] * dP[o - G + g]) * ie[g];
+            for (int64_t g = 0; g < G; ++g) {
+                const double x = sP[o + g] - b[g] * dP[o - G + g];
+                dP[o + g] = kUnit ? x : x * ie[g];
+            }
             break;
         }
         for (int64_t g = 0; g < G; ++g) {
-            const double p1 = (sP[o + g] - b[g] * dP[o - G + g]) * ie[g];
+            const double x = sP[o + g] - b[g] * dP[o - G + g];
+            const double p1 = kUnit ? x : x * ie[g];
             dP[o + g] = p1;
-            dD[o + g] = (sD[o + g] - q * e[g] * p1 - b[g] * dD[o - G + g]) * ie[g];
+            const double y = sD[o + g] - (kUnit ? q * p1 : q * e[g] * p1) - b[g] * dD[o - G + g];
+            dD[o + g] = kUnit ? y : y * ie[g];
         }
     }
+}
+inline void div_factor(int n, int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* e,
+                       const double* b, const double* ie, double q) {
+    div_factor_t<false>(n, G, sP, sD, dP, dD, e, b, ie, q);
 }
 
 // (P, D) -= u (x b Q + seed q e Q): a product over Q times e + x b (seed q e) becomes the same
 // product over Q times e + x (1 - u) b (seed (1 - u) q e). D's top row is not kept (div_factor).
-inline void unlay_update(int n, int64_t G, double* MDSD_RESTRICT P, double* MDSD_RESTRICT D,
-                         const double* MDSD_RESTRICT QP, const double* MDSD_RESTRICT QD, const double* MDSD_RESTRICT e,
-                         const double* MDSD_RESTRICT b, double q, double u) {
+// kUnit: e = 1 (not read).
+template <bool kUnit>
+inline void unlay_update_t(int n, int64_t G, double* MDSD_RESTRICT P, double* MDSD_RESTRICT D,
+                           const double* MDSD_RESTRICT QP, const double* MDSD_RESTRICT QD,
+                           const double* MDSD_RESTRICT e, const double* MDSD_RESTRICT b, double q, double u) {
     if (n > 1)
-        for (int64_t g = 0; g < G; ++g) D[g] -= u * (q * e[g] * QP[g]);
+        for (int64_t g = 0; g < G; ++g) D[g] -= u * (kUnit ? q * QP[g] : q * e[g] * QP[g]);
     for (int c = 1; c < n; ++c) {
         const std::size_t o = static_cast<std::size_t>(c) * G;
         if (c == n - 1) {
@@ -172,9 +193,47 @@ inline void unlay_update(int n, int64_t G, double* MDSD_RESTRICT P, double* MDSD
         }
         for (int64_t g = 0; g < G; ++g) {
             P[o + g] -= u * (b[g] * QP[o - G + g]);
-            D[o + g] -= u * (q * e[g] * QP[o + g] + b[g] * QD[o - G + g]);
+            D[o + g] -= u * ((kUnit ? q * QP[o + g] : q * e[g] * QP[o + g]) + b[g] * QD[o - G + g]);
         }
     }
+}
+inline void unlay_update(int n, int64_t G, double* P, double* D, const double* QP, const double* QD, const double* e,
+                         const double* b, double q, double u) {
+    unlay_update_t<false>(n, G, P, D, QP, QD, e, b, q, u);
+}
+
+// pass_div's small token in one sweep over the nodes, for a fixed n: div_factor_t<true> of E by
+// 1 + x beta with seed q into Q, then w_raw(Q, B, e = 1, beta, q). The same operations per node
+// in the same order as those two calls (the same bits); the coefficients stay in registers.
+template <int N>
+inline double div_w_unit(int64_t G, const double* MDSD_RESTRICT EP, const double* MDSD_RESTRICT ED,
+                         double* MDSD_RESTRICT QP, double* MDSD_RESTRICT QD, const double* MDSD_RESTRICT BP,
+                         const double* MDSD_RESTRICT BD, const double* MDSD_RESTRICT beta,
+                         const double* MDSD_RESTRICT wt, double q, double* MDSD_RESTRICT f) {
+    static_assert(N >= 2, "n = 1 has no D rows to divide");
+    for (int64_t g = 0; g < G; ++g) {
+        const double bt = beta[g];
+        double p[N], d[N - 1];
+        p[0] = EP[g];
+        d[0] = ED[g] - q * p[0];
+        for (int c = 1; c < N; ++c) {
+            p[c] = EP[c * G + g] - bt * p[c - 1];
+            if (c < N - 1) d[c] = ED[c * G + g] - q * p[c] - bt * d[c - 1];
+        }
+        double pi = 0.0, dd = 0.0;
+        for (int i = 0; i < N; ++i) {
+            QP[i * G + g] = p[i];
+            pi += p[i] * BP[(N - 1 - i) * G + g];
+            if (i <= N - 2) {
+                QD[i * G + g] = d[i];
+                dd += d[i] * BP[(N - 2 - i) * G + g] + p[i] * BD[(N - 2 - i) * G + g];
+            }
+        }
+        f[g] = wt[g] * (q * 1.0 * pi + bt * dd);
+    }
+    double acc = 0.0;  // the nodes in order, as w_raw
+    for (int64_t g = 0; g < G; ++g) acc += f[g];
+    return acc;
 }
 
 }  // namespace mdsd::race

@@ -167,7 +167,7 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
         if (q[toks[i]] > qcut) bigpos.push_back(i);
     const int64_t nbig = static_cast<int64_t>(bigpos.size());
     if (nbig > kDivMaxBig) return false;
-    std::vector<double> e(G), b(G), ie(G);
+    std::vector<double> e(G), b(G), beta(G), one(G, 1.0), fw(G);  // one: e of the factor 1 + x beta
     Checks sufB;  // sufB.at(j): the big tokens from the j-th on, at weight 1
     sufB.S = S;
     sufB.nb = nbig;
@@ -187,12 +187,14 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
     preB.unit(n, G);
     EB = sufB.at(0, n, G);
     w_out.assign(k, 0.0);
+    std::vector<double> qt(k);  // q in pass order: one gather up front, not a cache miss per token
+    for (int64_t i = 0; i < k; ++i) qt[i] = q[toks[i]];
     int64_t jb = 0;
     for (int64_t i = 0; i < k; ++i) {
         if ((i & (kPassBlock - 1)) == 0) poll_interrupt_now();
-        const double qy = q[toks[i]];
-        gr.factors(qy, e.data(), b.data());
+        const double qy = qt[i];
         if (jb < nbig && bigpos[jb] == i) {
+            gr.factors(qy, e.data(), b.data());
             const Pair X = mul(E, preB);
             const double* sb = &sufB.v[static_cast<std::size_t>(jb + 1) * 2 * S];
             const double w = w_raw(gr, X.Pi.data(), X.D.data(), sb, sb + S, e.data(), b.data(), qy);
@@ -202,15 +204,34 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
             EB = mul(preB, sufB.at(jb, n, G));
             continue;
         }
-        // Q_i = E / (e + x b) with seed q e: Q[c] = (E[c] - b Q[c-1]) / e, QD[c] = (ED[c] - q e Q[c] - b QD[c-1]) / e
-        for (int64_t g = 0; g < G; ++g) ie[g] = 1.0 / e[g];
-        div_factor(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), e.data(), b.data(), ie.data(), qy);
-        const double w = w_raw(gr, Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), e.data(), b.data(), qy);
+        // The token's factor is e (1 + x beta) with seed q e, beta = b / e = e^{q t} - 1 (docs/theory.md
+        // §14.4): E divided by 1 + x beta with seed q is e Q_i, Q_i = E / (e + x b). Then e enters
+        // nowhere: q e Q_i = q (e Q_i) and b Q_i = beta (e Q_i), so w and the update read beta alone
+        // (no division by e per node). Qi holds e Q_i: Qi[c] = E[c] - beta Qi[c-1],
+        // QiD[c] = ED[c] - q Qi[c] - beta QiD[c-1].
+        gr.betas(qy, beta.data());
+        double w;
+        switch (n) {  // fixed n: one sweep over the nodes (div_w_unit), the same bits
+#define MDSD_DIV_W(N)                                                                                       \
+    case N:                                                                                                 \
+        w = div_w_unit<N>(G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), \
+                          beta.data(), gr.wt.data(), qy, fw.data());                                        \
+        break;
+            MDSD_DIV_W(2)
+            MDSD_DIV_W(3)
+            MDSD_DIV_W(4)
+            MDSD_DIV_W(8)
+#undef MDSD_DIV_W
+            default:
+                div_factor_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(),
+                                   nullptr, qy);
+                w = w_raw(gr, Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), one.data(), beta.data(), qy);
+        }
         w_out[i] = w;
         const double u = 1.0 - lay(i, w);
         if (u == 0.0) continue;
-        // E <- Q_i (e + x h b) = E - u (x b Q_i + seed q e Q_i)
-        unlay_update(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), e.data(), b.data(), qy, u);
+        // E <- Q_i (e + x h b) = E - u (x b Q_i + seed q e Q_i) = E - u (x beta Qi + seed q Qi)
+        unlay_update_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(), qy, u);
     }
     return true;
 }

@@ -27,17 +27,19 @@ constexpr double kPairStepOps = 30.0;
 // checkpoints) unless the tail holds too many big tokens.
 inline void Route::greedy_pass(const std::vector<int32_t>& tl, const race::Pair& env, std::vector<Chunk>& ch,
                                std::vector<double>& wn, std::vector<double>* hfin, const race::Pair* small) {
+    std::vector<double> pt(tl.size());  // p in pass order, gathered at once (a random read per token stalls)
+    for (std::size_t i = 0; i < tl.size(); ++i) pt[i] = p[tl[i]];
     auto lay = [&](int64_t i, double wi) {
         const int32_t y = tl[i];
         double h = 1.0;  // wi = 0: never laid, every draw lands below reject
         if (wi > 0.0) {
-            const double d = p[y] / wi;
+            const double d = pt[i] / wi;
             if (d >= 1.0) {
                 wn[y] = wi;
                 ch.push_back({y, 1.0});
                 h = 0.0;
             } else {
-                wn[y] = p[y];
+                wn[y] = pt[i];
                 ch.push_back({y, d});
                 h = 1.0 - d;
             }

@@ -1,0 +1,109 @@
+// The doubling chains and the w integral of the race oracle (docs/theory.md §14.3-§14.4), in C++:
+//   * factor_chain (one chain per residue class) bit for bit against node-by-node doubling;
+//   * Grid::betas (beta = e^{x t} - 1, the factors of race::pass_div) against libm's expm1;
+//   * w_raw (summed in node blocks) bit for bit against a node-at-a-time sum, and pass_div's fused
+//     sweep (div_w_unit) against the division and w_raw it replaces.
+#include "mdsd/race/grid.hpp"
+#include "mdsd/race/moments.hpp"
+#include "mdsd/race/pair.hpp"
+namespace R = mdsd::race;
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "cases.hpp"
+#include "check.hpp"
+#include "race_grid.hpp"
+
+using cases::Gen;
+using cases::Vec;
+
+// factor_chain ran node by node before it carried one chain per residue class, and w_raw summed
+// node at a time before it summed in blocks: the same bits either way.
+static void test_chains_and_w(Gen& g) {
+    double worst_beta = 0.0;
+    for (int it = 0; it < 12; ++it) {
+        const int64_t V = g.integer(20, 3000);
+        const int n = static_cast<int>(g.integer(1, 9));
+        Vec p, q;
+        cases::llm_rows(g, V, p, q);
+        const R::Grid gr = grid_of(q, n);
+        const int64_t G = gr.G;
+        check::context("chains case %d: V = %lld, n = %d, G = %lld", it, static_cast<long long>(V), n,
+                       static_cast<long long>(G));
+        std::vector<double> qs(q);
+        std::sort(qs.begin(), qs.end(), std::greater<double>());
+        const double qcut = R::small_cut(gr);
+        std::vector<double> e(G), b(G), er(G), br(G), beta(G);
+        for (double x : {qs[0], qs[V / 10], qs[V - 1], 1e-9, 0.3, qcut, qcut / 3, 1e-300}) {
+            gr.factors(x, e.data(), b.data());
+            gr.factors(x, er.data(), br.data());  // the direct nodes (as factor_chain counts them);
+            int64_t nd = 0;                        // the rest again node by node
+            while (nd < G && x * gr.t[nd] < R::kChainStart) ++nd;
+            nd = std::min<int64_t>(std::max<int64_t>(gr.g0 + gr.M, nd + gr.M), G);
+            for (int64_t gg = nd; gg < G; ++gg) {
+                const double bb = br[gg - gr.M], ee = er[gg - gr.M];
+                const double b2 = bb * (2.0 - bb), e2 = ee * ee;
+                br[gg] = bb <= 0.5 ? b2 : 1.0 - e2;
+                er[gg] = bb <= 0.5 ? 1.0 - b2 : e2;
+            }
+            CHECK_MSG(e == er && b == br, "x = %.3g: factor_chain differs from node-by-node doubling", x);
+            gr.betas(x, beta.data());
+            for (int64_t gg = 0; gg < G; ++gg) {
+                const double y = x * gr.t[gg];
+                if (y > 700.0) continue;  // e^y overflows further up; pass_div uses beta <= 1 only
+                const double want = std::expm1(y);
+                // relative, and beyond y = 1 over y (as e: each doubling squares beta's error too)
+                const double err =
+                    (want > 0.0 ? std::fabs(beta[gg] - want) / want : std::fabs(beta[gg])) / std::max(1.0, y);
+                if (x <= qcut) worst_beta = std::max(worst_beta, err);
+                CHECK_MSG(err <= 1e-13, "x = %.3g, t = %.3g: beta relative error / max(1, y) %.3g", x, gr.t[gg], err);
+            }
+        }
+        // w_raw against the node-at-a-time sum, on random pairs
+        std::vector<double> aP(n * G), aD(n * G), bP(n * G), bD(n * G);
+        for (auto* v : {&aP, &aD, &bP, &bD})
+            for (double& x : *v) x = g.uniform();
+        gr.factors(qs[V / 10], e.data(), b.data());
+        double acc = 0.0;
+        for (int64_t gg = 0; gg < G; ++gg) {
+            double pi = 0.0, d = 0.0;
+            for (int i = 0; i < n; ++i) {
+                pi += aP[i * G + gg] * bP[(n - 1 - i) * G + gg];
+                if (i <= n - 2)
+                    d += aD[i * G + gg] * bP[(n - 2 - i) * G + gg] + aP[i * G + gg] * bD[(n - 2 - i) * G + gg];
+            }
+            acc += gr.wt[gg] * (qs[V / 10] * e[gg] * pi + b[gg] * d);
+        }
+        const double got = R::w_raw(gr, aP.data(), aD.data(), bP.data(), bD.data(), e.data(), b.data(), qs[V / 10]);
+        CHECK_MSG(got == acc, "w_raw %.17g, node by node %.17g", got, acc);
+        // pass_div's fused sweep (div_w_unit) against the two calls it replaces
+        if (n == 2 || n == 3 || n == 4 || n == 8) {
+            const double x = qcut / 2;
+            gr.betas(x, beta.data());
+            std::vector<double> one(G, 1.0), Q1P(n * G), Q1D(n * G), Q2P(n * G), Q2D(n * G), f(G);
+            R::div_factor_t<true>(n, G, aP.data(), aD.data(), Q1P.data(), Q1D.data(), nullptr, beta.data(), nullptr, x);
+            const double w1 = R::w_raw(gr, Q1P.data(), Q1D.data(), bP.data(), bD.data(), one.data(), beta.data(), x);
+            auto fused = n == 2   ? R::div_w_unit<2>
+                         : n == 3 ? R::div_w_unit<3>
+                         : n == 4 ? R::div_w_unit<4>
+                                  : R::div_w_unit<8>;
+            const double w2 = fused(G, aP.data(), aD.data(), Q2P.data(), Q2D.data(), bP.data(), bD.data(), beta.data(),
+                                    gr.wt.data(), x, f.data());
+            CHECK_MSG(w1 == w2, "div_w_unit %.17g, div_factor_t + w_raw %.17g", w2, w1);
+            CHECK(Q1P == Q2P);
+            bool same_d = true;  // D's top row is not kept by either
+            for (int64_t j = 0; j < static_cast<int64_t>(n - 1) * G; ++j) same_d = same_d && Q1D[j] == Q2D[j];
+            CHECK(same_d);
+        }
+    }
+    std::printf("  beta chain vs expm1 at small masses: max relative error %.2g\n", worst_beta);
+}
+
+int main() {
+    Gen g(20261202);
+    test_chains_and_w(g);
+    return check::summary("test_race_chains");
+}
