@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mdsd/validate.hpp"
@@ -38,6 +39,7 @@ struct Scratch {
     std::vector<double> p, q;
     KseqBracket kseq;
     DualWorkspace dual;
+    shadow::TupleRow row;  // reused: its buffers outlive the row
     shadow::TupleRace race;
     Categorical target;  // p, the fallback of an empty residual (as PlanBase::samplers()); built on need
     double psum = 0.0, qsum = 0.0;  // sums of the normalised rows
@@ -91,10 +93,15 @@ inline int first_q_zero(const Scratch& ws, const int32_t* t, int n) {
 template <class Vis>
 void walk_row(Kind kind, Scratch& ws, int64_t V, const int32_t* t, int n, Vis& vis) {
     if (kind == Kind::Optimal) {
-        const shadow::TupleRow row = shadow::make_row(ws.p.data(), ws.q.data(), V, n, ws.dual);
-        if (row.res.empty()) ws.target.build(ws.p.data(), V);
         ws.race.buckets = kOptimalBuckets;
-        shadow::walk(row, t, ws.race, vis);
+        const bool sampler = std::is_same_v<Vis, SampleVisitor>;  // the residual on rejection only
+        shadow::make_row(ws.row, ws.p.data(), ws.q.data(), V, n, ws.dual, !sampler);
+        if constexpr (std::is_same_v<Vis, SampleVisitor>) {
+            shadow::walk_lazy(ws.row, t, ws.race, vis, ws.target);
+        } else {
+            if (ws.row.res.empty()) ws.target.build(ws.p.data(), V);
+            shadow::walk(ws.row, t, ws.race, vis);
+        }
     } else if (kind == Kind::Kseq) walk_kseq(ws.p.data(), ws.q.data(), V, t, n, ws.beta1, ws.kseq, vis);
     else walk_rrs(ws.p.data(), ws.q.data(), V, t, n, kind == Kind::RrsWor, vis, ws.psum, ws.qsum);
 }
