@@ -50,8 +50,9 @@ int main() {
     double share[4] = {0, 0, 0, 0}, t_bucket[4] = {0, 0, 0, 0}, bdiff = 0;
     int max_rounds[4] = {0, 0, 0, 0};
     // one drafted tuple per row (shadow_verify.hpp) against alpha* and the plan route, same rows
-    double t_alpha = 0, t_row = 0, t_tuple = 0, t_tuple_b = 0, t_plan_tuple = 0;
-    long agree = 0, agree_b = 0;
+    double t_alpha = 0, t_row = 0, t_tuple = 0, t_tuple_b = 0, t_tuple_l = 0, t_plan_tuple = 0;
+    long agree = 0, agree_b = 0, agree_l = 0;
+    sw::TupleRow tr_reused;  // as a thread's scratch keeps it from row to row
     for (int row = 0; row < rows; ++row) {
         std::vector<double> p(V), q(V);
         double sp = 0, sq = 0;
@@ -203,6 +204,21 @@ int main() {
                 },
                 reps);
             agree_b += out_b == out_shadow;
+            int32_t out_l = -1;  // mf.verify's route: bucketed, the residual on rejection only, a reused row
+            t_tuple_l += best_ms(
+                [&] {
+                    sw::make_row(tr_reused, p.data(), q.data(), V, n, wr, false);
+                    sw::TupleRow& tr = tr_reused;
+                    sw::TupleRace w;
+                    w.buckets = 256;
+                    mdsd::verif::Categorical target;
+                    mdsd::Rng rng(5, static_cast<uint64_t>(row));
+                    mdsd::verif::SampleVisitor vis{rng, target};
+                    sw::walk_lazy(tr, t.data(), w, vis, target);
+                    out_l = vis.out;
+                },
+                reps);
+            agree_l += out_l == out_shadow;
             t_plan_tuple += best_ms(
                 [&] {
                     const auto pl = mdsd::verif::OptimalIid::prepare(p.data(), q.data(), V, n);
@@ -243,6 +259,8 @@ int main() {
     std::printf("  make_row + one tuple             %.3f  (%.1fx alpha*)\n", t_tuple / rows, t_tuple / t_alpha);
     std::printf("  make_row + one tuple, bucketed   %.3f  (%.1fx alpha*; B = 256; output as unbucketed on %ld)\n",
                 t_tuple_b / rows, t_tuple_b / t_alpha, agree_b);
+    std::printf("  + residual on rejection, reused  %.3f  (%.1fx alpha*; mf.verify's route; output as above on %ld)\n",
+                t_tuple_l / rows, t_tuple_l / t_alpha, agree_l);
     std::printf("  plan + one tuple (prepare+walk)  %.3f  (%.1fx alpha*)\n", t_plan_tuple / rows,
                 t_plan_tuple / t_alpha);
     return 0;

@@ -1,7 +1,8 @@
 """The engine case without a plan (cpp/include/mdsd/verifiers/direct*.hpp): one tuple per row of
-(B, V) p, q, verified by "sd", "rrs", "rrs-wor" and "kseq" with linear passes. mf.verify takes
-this route for a batch with one tuple per row; its exact law must be p and equal the planned
-verifier's. Fused validation, float32 input and thread counts: test_direct_input.py."""
+(B, V) p, q, verified by "sd", "rrs", "rrs-wor" and "kseq" with linear passes, and by "optimal"
+with i.i.d. drafts from the drafts' windows alone (shadow_verify.hpp; test_direct_optimal.py).
+mf.verify takes this route for a batch with one tuple per row; its exact law must be p and equal
+the planned verifier's. Fused validation, float32 input and thread counts: test_direct_input.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from mdsd_fast.verifiers import _prepare
 from reference import random_case, tuple_law
 from test_verifiers_stats import LEVEL, chi2_pvalue
 
-ROUTES = [("sd", "iid"), ("rrs", "iid"), ("rrs-wor", "wor"), ("kseq", "iid")]
+ROUTES = [("sd", "iid"), ("rrs", "iid"), ("rrs-wor", "wor"), ("kseq", "iid"), ("optimal", "iid")]
 
 
 @pytest.mark.parametrize("name,scheme", ROUTES)

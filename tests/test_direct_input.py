@@ -15,7 +15,7 @@ from mdsd_fast import _core
 from mdsd_fast._validate import as_pair
 from mdsd_fast.verifiers import _prepare
 
-DIRECT = [("sd", 1), ("rrs", 3), ("rrs-wor", 3), ("kseq", 4)]
+DIRECT = [("sd", 1), ("rrs", 3), ("rrs-wor", 3), ("kseq", 4), ("optimal", 4)]
 
 
 def _rows(B: int, V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -42,7 +42,10 @@ def test_law_on_raw_rows_equals_the_plan(name: str, n: int, dtype: type) -> None
         T = _drafts(name, P[r : r + 1].repeat(6, 0), Q[r : r + 1].repeat(6, 0), n)
         law = _core.law_direct(name, P[r], Q[r], T)
         batch, _ = _prepare(name, P[r], Q[r], n, None, 1)
-        np.testing.assert_allclose(law, batch.law(T), rtol=0, atol=1e-12, err_msg=f"{name} row {r}")
+        # optimal: the plan's loads are differences of two rounded levels, off by ~1e-16 / the
+        # piece's width (test_shadow_verify.cpp's plan_rounding); its narrow pieces move it 1e-12
+        atol = 1e-10 if name == "optimal" else 1e-12
+        np.testing.assert_allclose(law, batch.law(T), rtol=0, atol=atol, err_msg=f"{name} row {r}")
         np.testing.assert_allclose(law.sum(axis=1), 1.0, atol=1e-12)
 
 

@@ -38,7 +38,9 @@ Q = RNG.dirichlet(np.full(V, 0.3), size=B)
 _TOP = np.sort(np.argsort(-P, axis=1)[:, :50], axis=1)
 _PS = np.take_along_axis(P, _TOP, axis=1)
 P_TOPK = mf.TopK(_TOP, _PS / _PS.sum(axis=1, keepdims=True), V)
-DRAFTS = mf.simulate("optimal", P, Q, 2, 1, rng=11).drafts[:, 0, :]  # one possible tuple per row
+# Tuples for one pair: mf.verify of a batch with one tuple per row validates inside the direct
+# kernel instead, on its threads (test_direct_input.py); one pair with many tuples takes the plan.
+DRAFTS = mf.simulate("optimal", P[0], Q[0], 2, B, rng=11).drafts
 
 # Every public entry point with threads= that validates dense rows in Python.
 CALLS: dict[str, Callable[[int | None], Any]] = {
@@ -48,7 +50,7 @@ CALLS: dict[str, Callable[[int | None], Any]] = {
     "acceptance exact": lambda t: mf.acceptance("kseq", P, Q, 3, threads=t),
     "acceptance simulated": lambda t: mf.acceptance("rrs-wor", P, Q, 3, exact=False, samples=2000, rng=3, threads=t),
     "simulate": lambda t: mf.simulate("optimal", P, Q, 2, 500, rng=4, threads=t),
-    "verify": lambda t: mf.verify("optimal", P, Q, DRAFTS, rng=5, threads=t),
+    "verify": lambda t: mf.verify("optimal", P[0], Q[0], DRAFTS, rng=5, threads=t),
     "route_report": lambda t: mf.route_report("sweep", P, Q, 3, threads=t),
 }
 

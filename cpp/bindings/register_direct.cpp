@@ -1,6 +1,8 @@
 // The engine case without a plan (verifiers/direct_batch.hpp): row i of raw (B, V) p, q verifies
 // tuple i, validation fused into the row's pass. Streams as VerifierBatch::verify: (seed,
-// row_ids[i] or i), so results depend neither on the thread count nor on the chunking.
+// row_ids[i] or i), so results depend neither on the thread count nor on the chunking. `untouched`
+// (tests only): "optimal" cuts every window from the untouched levels, a deliberately wrong variant
+// (the negative control of the order-freedom its windows rest on, docs/theory.md §12.6).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -84,18 +86,18 @@ struct Out {
 
 template <class T>
 void run_rows(d::Kind kind, const T* pp, const T* qq, int64_t B, int64_t V, double tol, const int32_t* tup, int n,
-              uint64_t seed, const std::vector<uint64_t>& keys, int threads, Out& out) {
+              uint64_t seed, const std::vector<uint64_t>& keys, int threads, bool untouched, Out& out) {
     py::gil_scoped_release nogil;
     mdsd::parallel_rows<d::Scratch>(B, threads, [&](int64_t i, d::Scratch& ws) {
-        if (!d::normalise_pair(pp + i * V, qq + i * V, V, tol, ws, out.rows[i])) return;
+        if (!d::normalise_pair(pp + i * V, qq + i * V, V, tol, ws, out.rows[i], kind == d::Kind::Optimal)) return;
         TupleCheck& tc = out.tuples[i];
         const int32_t* ti = tup + i * n;
         const int k0 = d::first_q_zero(ws, ti, tc.kind == kNone ? n : tc.k);
         if (k0 >= 0) tc = TupleCheck{k0, kQZero, ti[k0]};
         if (tc.kind != kNone) return;
         mdsd::Rng rng(seed, keys[i]);
-        const v::Categorical none;  // the direct residuals never come back empty
-        v::SampleVisitor vis{rng, none, false};
+        ws.race.untouched = untouched;
+        v::SampleVisitor vis{rng, ws.target, false};
         d::walk_row(kind, ws, V, ti, n, vis);
         out.tokens[i] = vis.out;
         out.accepted[i] = v::contains(ti, n, vis.out);
@@ -106,7 +108,7 @@ void run_rows(d::Kind kind, const T* pp, const T* qq, int64_t B, int64_t V, doub
 // the first broken rule of p (side 0) in any row, else of q (side 1), as _core.normalize_rows
 // reports it. Draft errors raise ValueError naming the row.
 py::tuple verify_direct(const std::string& name, const py::array& p, const py::array& q, const I64& drafts,
-                        uint64_t seed, int threads, const py::object& row_ids, double tol) {
+                        uint64_t seed, int threads, const py::object& row_ids, double tol, bool untouched) {
     const d::Kind kind = d::parse_direct(name);
     const int fk = float_kind(p, q, 2);
     const int64_t B = p.shape(0), V = p.shape(1);
@@ -124,10 +126,10 @@ py::tuple verify_direct(const std::string& name, const py::array& p, const py::a
     Out out{tokens.mutable_data(), reinterpret_cast<uint8_t*>(accepted.mutable_data()), rchk, tchk};
     if (fk == 1)
         run_rows(kind, static_cast<const float*>(p.data()), static_cast<const float*>(q.data()), B, V, tol, tup.data(),
-                 n, seed, keys, threads, out);
+                 n, seed, keys, threads, untouched, out);
     else
         run_rows(kind, static_cast<const double*>(p.data()), static_cast<const double*>(q.data()), B, V, tol,
-                 tup.data(), n, seed, keys, threads, out);
+                 tup.data(), n, seed, keys, threads, untouched, out);
     for (int side = 0; side < 2; ++side)
         for (int64_t i = 0; i < B; ++i)
             if (rchk[i].status[side] != mdsd::validate::kOk)
@@ -141,10 +143,12 @@ py::tuple verify_direct(const std::string& name, const py::array& p, const py::a
 // Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V), after
 // the same validation and normalisation as verify_direct. For the tests.
 template <class T>
-py::array_t<double> law_rows(d::Kind kind, const T* p, const T* q, int64_t V, double tol, const I64& tuples, bool wor) {
+py::array_t<double> law_rows(d::Kind kind, const T* p, const T* q, int64_t V, double tol, const I64& tuples, bool wor,
+                             bool untouched) {
     d::Scratch ws;
+    ws.race.untouched = untouched;
     d::RowCheck rc;
-    if (!d::normalise_pair(p, q, V, tol, ws, rc))
+    if (!d::normalise_pair(p, q, V, tol, ws, rc, kind == d::Kind::Optimal))
         throw std::invalid_argument("p, q: not valid distributions (status " + std::to_string(rc.status[0]) + ", " +
                                     std::to_string(rc.status[1]) + ")");
     const int64_t m = tuples.shape(0);
@@ -154,19 +158,18 @@ py::array_t<double> law_rows(d::Kind kind, const T* p, const T* q, int64_t V, do
     py::array_t<double> out({m, V});
     double* o = out.mutable_data();
     std::fill(o, o + m * V, 0.0);
-    const v::Categorical none;
     for (int64_t i = 0; i < m; ++i) {
         const int k0 = d::first_q_zero(ws, tup.data() + i * n, tchk[i].kind == kNone ? n : tchk[i].k);
         if (k0 >= 0) tchk[i] = TupleCheck{k0, kQZero, tup[i * n + k0]};
         if (tchk[i].kind != kNone) throw std::invalid_argument(draft_message(i, tchk[i], V));
-        v::LawVisitor vis{o + i * V, none, false};
+        v::LawVisitor vis{o + i * V, ws.target, false};
         d::walk_row(kind, ws, V, tup.data() + i * n, n, vis);
     }
     return out;
 }
 
 py::array_t<double> law_direct(const std::string& name, const py::array& p, const py::array& q, const I64& tuples,
-                               double tol) {
+                               double tol, bool untouched) {
     const d::Kind kind = d::parse_direct(name);
     const int fk = float_kind(p, q, 1);
     const int64_t V = p.shape(0);
@@ -174,9 +177,9 @@ py::array_t<double> law_direct(const std::string& name, const py::array& p, cons
     const bool wor = kind == d::Kind::RrsWor;
     if (fk == 1)
         return law_rows(kind, static_cast<const float*>(p.data()), static_cast<const float*>(q.data()), V, tol, tuples,
-                        wor);
+                        wor, untouched);
     return law_rows(kind, static_cast<const double*>(p.data()), static_cast<const double*>(q.data()), V, tol, tuples,
-                    wor);
+                    wor, untouched);
 }
 
 }  // namespace
@@ -184,10 +187,13 @@ py::array_t<double> law_direct(const std::string& name, const py::array& p, cons
 void register_direct(py::module_& m) {
     m.def("verify_direct", &verify_direct, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("drafts"),
           py::arg("seed"), py::arg("threads") = 0, py::arg("row_ids") = py::none(), py::arg("tol") = 1e-4,
-          "Verify tuple i against raw row i of (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor', 'kseq'),\n"
+          py::arg("untouched") = false,
+          "Verify tuple i against raw row i of (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor', 'kseq',\n"
+          "'optimal' with i.i.d. drafts),\n"
           "validating and normalising each row in its own pass: (token[B], accepted[B], None), or\n"
           "(None, None, (status, side, row, value)) for invalid input (status as normalize_rows).");
     m.def("law_direct", &law_direct, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("tuples"),
-          py::arg("tol") = 1e-4,
-          "Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V).");
+          py::arg("tol") = 1e-4, py::arg("untouched") = false,
+          "Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V).\n"
+          "untouched=True (tests): 'optimal' with its windows cut from the untouched levels (wrong on purpose).");
 }

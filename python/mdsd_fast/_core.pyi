@@ -177,10 +177,10 @@ class _TestingModule:
 _testing: _TestingModule
 __version__: str = '0.1.0'
 
-def verify_direct(name: str, p: typing.Any, q: typing.Any, drafts: typing.Any, seed: typing.SupportsInt, threads: typing.SupportsInt = 0, row_ids: typing.Any = None, tol: float = 1e-4) -> tuple:
-    """Verify tuple i against raw row i of (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor', 'kseq'), validating each row in its pass."""
-def law_direct(name: str, p: typing.Any, q: typing.Any, tuples: typing.Any, tol: float = 1e-4) -> typing.Any:
-    """Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V)."""
+def verify_direct(name: str, p: typing.Any, q: typing.Any, drafts: typing.Any, seed: typing.SupportsInt, threads: typing.SupportsInt = 0, row_ids: typing.Any = None, tol: float = 1e-4, untouched: bool = False) -> tuple:
+    """Verify tuple i against raw row i of (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor', 'kseq', 'optimal' with i.i.d. drafts), validating each row in its pass."""
+def law_direct(name: str, p: typing.Any, q: typing.Any, tuples: typing.Any, tol: float = 1e-4, untouched: bool = False) -> typing.Any:
+    """Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V). untouched=True (tests): 'optimal' with its windows cut from the untouched levels."""
 def normalize_rows(x: typing.Any, tol: float, threads: typing.SupportsInt = 0) -> tuple:
     """Validate and normalise (B, V) rows in one pass each: (out, status, row, value)."""
 def csr_row_sums(data: typing.Any, ptr: typing.Any) -> typing.Any:

@@ -307,7 +307,10 @@ class Optimal(Verifier):
     - "iid": the level race (docs/theory.md §12). Every draft gets an independent random level and
       the highest level wins; each token's level pieces are placed once per position (O(V log V))
       so that token y wins with mass p(y) on H* and at most p(y) outside. Acceptance alpha*_iid.
-      Verification of a tuple: O(n log pieces).
+      Verification of a tuple: O(n log pieces). ``verify`` with one tuple per row of a (B, V)
+      batch places no plan: it cuts only the drafts' windows, each from the levels the tokens
+      before it leave (docs/theory.md §12.6), with the plan's law given the tuple and, for a seed,
+      the plan's outputs.
     - "wor": a random-utility race of chunks (docs/theory.md §13): each token's level mass is laid
       top down in chunks, a drafted token draws one of its chunks and the earliest chunk wins.
       On supports small enough to enumerate (at most 12 tokens on each side of H*) the tight-set
@@ -631,22 +634,33 @@ def _drafts(drafts: ArrayLike) -> NDArray[Any]:
     return d
 
 
-#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct*.hpp).
-_DIRECT = ("sd", "rrs", "rrs-wor", "kseq")
+#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct*.hpp;
+#: "optimal" with its default i.i.d. scheme: shadow_verify.hpp, docs/theory.md §12.6).
+_DIRECT = ("sd", "rrs", "rrs-wor", "kseq", "optimal")
 
 
 def _verify_direct(
-    name: Any, p: Any, q: Any, d: NDArray[Any], rng: Any, scheme: str | None, threads: Any, row_ids: Any
+    name: Any,
+    p: Any,
+    q: Any,
+    d: NDArray[Any],
+    rng: Any,
+    scheme: str | None,
+    threads: Any,
+    row_ids: Any,
+    work_budget: Any = None,
 ) -> Any:
-    """The engine case, one tuple per row of dense (B, V) p, q, for "sd", "rrs", "rrs-wor" and
-    "kseq": no plan, and no validated copy of p and q either (the C++ kernel validates and
-    normalises each row in its own pass, float32 kept float32 until then). None where it does not
-    apply."""
+    """The engine case, one tuple per row of dense (B, V) p, q, for "sd", "rrs", "rrs-wor", "kseq"
+    and "optimal" with i.i.d. drafts: no plan, and no validated copy of p and q either (the C++
+    kernel validates and normalises each row in its own pass, float32 kept float32 until then).
+    "optimal" cuts only the drafts' level windows, each from the levels left before it, with the
+    plan's law given each tuple and the plan's draws for a seed. None where it does not apply."""
     if not isinstance(name, str) or name not in _DIRECT or is_sparse(p) or is_sparse(q) or d.ndim != 2:
         return None
     v = _lookup(name)
     if scheme is not None and v.resolve_scheme(scheme) != v.scheme:
         return None
+    _work_budget(work_budget)  # unused by these routes, but named when wrong, as on the planned route
     pr, qr = raw_rows("p", p), raw_rows("q", q)
     check_pair_shapes(pr, qr)
     if pr.ndim == 1 and qr.ndim == 1:
@@ -718,9 +732,29 @@ def verify(
     (token, accepted): (int, bool) for one tuple, arrays of shape (B,) otherwise.
     """
     d = _drafts(drafts)
-    direct = _verify_direct(name, p, q, d, rng, scheme, threads, row_ids)
+    direct = _verify_direct(name, p, q, d, rng, scheme, threads, row_ids, work_budget)
     if direct is not None:
         return direct
+    return _verify_planned(
+        name, p, q, d, rng=rng, scheme=scheme, threads=threads, work_budget=work_budget, row_ids=row_ids
+    )
+
+
+def _verify_planned(
+    name: Any,
+    p: ArrayLike,
+    q: ArrayLike,
+    d: NDArray[Any],
+    *,
+    rng: Any = None,
+    scheme: str | None = None,
+    threads: int | None = None,
+    work_budget: float | None = None,
+    row_ids: ArrayLike | None = None,
+) -> Any:
+    """:func:`verify` through a prepared plan per row, every case included: the route the direct
+    ones are tested against (their reference, kept reachable), and the route of every case they
+    do not serve. ``d``: the output of ``_drafts``."""
     batch, batched, col_ids = _prepare_ids(name, p, q, d.shape[-1], scheme, threads, work_budget)
     V = batch.V if col_ids is None else sparse_vocab(p, q)
     if d.size and (d.min() < 0 or d.max() >= V):

@@ -44,7 +44,8 @@ struct TupleRow {
     std::vector<double> total[2];  // measure left before each cut, rounded as the plan's cut does
     System sys[2];
     int64_t exact_outer = 0;  // outer windows that reach p(y); the rest is the capped suffix
-    Categorical res;          // the residual r = p - a
+    Categorical res;          // the residual r = p - a (once build_residual ran)
+    std::vector<double> rw;   // its weights by token (build_residual's scratch)
 };
 
 // The loads of the capped suffix: widths w[0..m) tiled from the end R is cut from (outer: the top),
@@ -70,9 +71,14 @@ inline void tile_loads(const std::vector<Seg>& R, const double* w, int64_t m, in
     }
 }
 
-// The split, the cutting orders and the residual of one row. ws: dual_prefix's workspace.
-inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, DualWorkspace& ws) {
-    TupleRow r;
+// The residual r = p - a of a row: only a rejected tuple needs it (walk_lazy).
+inline void build_residual(TupleRow& r);
+
+// The split, the cutting orders and (residual = true) the residual of one row, into r: a row
+// reused from one call to the next keeps its buffers (at V = 49,152 a fresh row's ~2 MB of page
+// faults cost more than the split itself). ws: dual_prefix's workspace.
+inline void make_row(TupleRow& r, const double* p, const double* q, int64_t V, int n, DualWorkspace& ws,
+                     bool residual = true) {
     r.p = p;
     r.q = q;
     r.V = V;
@@ -106,10 +112,23 @@ inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, Dua
             left = std::max(0.0, left - q[y]);
         }
     }
-    std::vector<double> res(V, 0.0);
+    if (residual) build_residual(r);
+}
+
+inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, DualWorkspace& ws, bool residual = true) {
+    TupleRow r;
+    make_row(r, p, q, V, n, ws, residual);
+    return r;
+}
+
+inline void build_residual(TupleRow& r) {
+    const int64_t V = r.V;
+    const int n = r.n;
+    std::vector<double>& res = r.rw;
+    res.assign(static_cast<std::size_t>(V), 0.0);
     for (int64_t y = 0; y < V; ++y)
-        if (r.side[y] == Side::Never) res[y] = p[y];
-    const int64_t mo = K - ks;
+        if (r.side[y] == Side::Never) res[y] = r.p[y];
+    const int64_t mo = static_cast<int64_t>(r.ct[1].size());
     if (mo > 0) {
         // the last token takes what is left (remaining() does not judge it): it always joins the tiling
         (void)remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), mo - 1, nullptr, &r.exact_outer);
@@ -118,11 +137,10 @@ inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, Dua
             const std::vector<Seg> R = remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), e);
             std::vector<double> load(static_cast<std::size_t>(mc));
             tile_loads(R, r.cq[1].data() + e, mc, n, load.data());
-            for (int64_t k = 0; k < mc; ++k) res[ord[ks + e + k]] = std::max(0.0, r.cp[1][e + k] - load[k]);
+            for (int64_t k = 0; k < mc; ++k) res[r.ct[1][e + k]] = std::max(0.0, r.cp[1][e + k] - load[k]);
         }
     }
     r.res.build(res.data(), V);
-    return r;
 }
 
 // The race of one tuple: its handling system's distinct drafts, their windows and coins.
@@ -188,8 +206,9 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
     }
 }
 
-// The sampler: OptimalIid::walk's draws on the tuple's own windows.
-inline void walk(const TupleRow& r, const int32_t* t, TupleRace& w, SampleVisitor& vis) {
+// The race of the sampler: the winning draft, or -1 (OptimalIid::walk's draws on the tuple's own
+// windows).
+inline int32_t race_winner(const TupleRow& r, const int32_t* t, TupleRace& w, Rng& rng) {
     race(r, t, w);
     double best = -1.0;
     int32_t win = -1;
@@ -197,13 +216,30 @@ inline void walk(const TupleRow& r, const int32_t* t, TupleRace& w, SampleVisito
         int k = 0;
         while (k < w.m && w.toks[k] != t[d]) ++k;
         if (k == w.m || w.b[k] == w.e[k]) continue;  // another system's draft, or no window
-        const int64_t piece = level::draw_piece(w.suf.data(), w.b[k], w.e[k], vis.rng.uniform());
+        const int64_t piece = level::draw_piece(w.suf.data(), w.b[k], w.e[k], rng.uniform());
         if (w.lo[piece] > best) {
             best = w.lo[piece];
             win = t[d];
         }
     }
+    return win;
+}
+
+// The sampler, on a row made with its residual.
+inline void walk(const TupleRow& r, const int32_t* t, TupleRace& w, SampleVisitor& vis) {
+    const int32_t win = race_winner(r, t, w, vis.rng);
     if (win >= 0 && vis.test(win, w.coin[win])) return;
+    vis.residual(r.res);
+}
+
+// The sampler on a row made without its residual: built on rejection only, the same draws. An
+// empty residual (alpha* = 1 up to rounding) falls back to p, as the plan's does: `target` (the
+// visitor's fallback) is then built from p.
+inline void walk_lazy(TupleRow& r, const int32_t* t, TupleRace& w, SampleVisitor& vis, Categorical& target) {
+    const int32_t win = race_winner(r, t, w, vis.rng);
+    if (win >= 0 && vis.test(win, w.coin[win])) return;
+    build_residual(r);
+    if (r.res.empty()) target.build(r.p, r.V);
     vis.residual(r.res);
 }
 
