@@ -97,6 +97,16 @@ def exact_square_sum(x: NDArray[np.float64]) -> int:
     return total
 
 
+def _values(x: NDArray[Any]) -> NDArray[Any]:
+    """What a summary adds from ``x``, flattened: an indicator (booleans, whose sums are counts)
+    as it is, anything else as its finite float64 values."""
+    x = np.asarray(x)
+    if x.dtype == np.bool_:
+        return x.ravel()
+    x = x.astype(np.float64, copy=False).ravel()
+    return x[np.isfinite(x)]
+
+
 class Stat:
     """Count, exact sum, min and max of the finite values added; merges exactly (see the module)."""
 
@@ -107,21 +117,18 @@ class Stat:
 
     def add(self, x: NDArray[Any]) -> Stat:
         """Add the finite values of ``x`` (booleans count as 0 / 1)."""
-        x = np.asarray(x)
-        if x.dtype == np.bool_:  # an indicator: its sum is a count
-            c = int(np.count_nonzero(x))
-            if x.size:
-                self.n += int(x.size)
-                self.total += c << SCALE
-                self.lo = min(self.lo, 0.0 if c < x.size else 1.0)
-                self.hi = max(self.hi, 1.0 if c else 0.0)
+        x = _values(x)
+        if not x.size:
             return self
-        x = x.astype(np.float64, copy=False).ravel()
-        x = x[np.isfinite(x)]
-        if x.size:
-            self.n += int(x.size)
+        self.n += int(x.size)
+        if x.dtype == np.bool_:
+            c = int(np.count_nonzero(x))
+            self.total += c << SCALE
+            lo, hi = (0.0 if c < x.size else 1.0), (1.0 if c else 0.0)
+        else:
             self.total += exact_sum(x)
-            self.lo, self.hi = min(self.lo, float(x.min())), max(self.hi, float(x.max()))
+            lo, hi = float(x.min()), float(x.max())
+        self.lo, self.hi = min(self.lo, lo), max(self.hi, hi)
         return self
 
     def merge(self, other: Stat) -> None:
@@ -162,17 +169,15 @@ class Moments:
 
     def add(self, x: NDArray[Any]) -> Moments:
         """Add the finite values of ``x`` (booleans as 0 / 1)."""
-        x = np.asarray(x)
-        if x.dtype == np.bool_:  # an indicator: its sum and its sum of squares are one count
+        x = _values(x)
+        if not x.size:
+            return self
+        self.n += int(x.size)
+        if x.dtype == np.bool_:  # its sum and its sum of squares are one count
             c = int(np.count_nonzero(x))
-            self.n += int(x.size)
             self.total += c << SCALE
             self.squares += c << (2 * SCALE)
-            return self
-        x = x.astype(np.float64, copy=False).ravel()
-        x = x[np.isfinite(x)]
-        if x.size:
-            self.n += int(x.size)
+        else:
             self.total += exact_sum(x)
             self.squares += exact_square_sum(x)
         return self
@@ -225,8 +230,7 @@ class Sketch:
         self.counts: dict[int, int] = {}
 
     def add(self, x: NDArray[Any]) -> Sketch:
-        x = np.asarray(x, dtype=np.float64).ravel()
-        x = x[np.isfinite(x)]
+        x = _values(x).astype(np.float64, copy=False)
         b = np.minimum((np.clip(x, 0.0, 1.0) * SKETCH_BINS).astype(np.int64), SKETCH_BINS - 1)
         ids, cnt = np.unique(b, return_counts=True)
         for i, c in zip(ids.tolist(), cnt.tolist(), strict=True):

@@ -31,7 +31,8 @@ from numpy.typing import NDArray
 
 from . import _core
 from ._validate import MAX_V, SUM_TOL, as_array, check_threads
-from .verifiers import _work_budget, verifiers
+from ._verify_args import _work_budget
+from .verifiers import verifiers
 
 __all__ = ["rejection_sample", "tree_speculative_sampling", "TreeVerification", "TREE_VERIFIERS"]
 

@@ -32,7 +32,18 @@ from typing import Any
 
 import numpy as np
 
-from .data import MAX_TRUNCATION, DatasetBuilder, LMDataset, default_dataset_path
+from .data import MAX_TRUNCATION, DatasetBuilder, LMDataset
+from .lm_drafts import (
+    LayerSkipDraft,
+    ModelDraft,
+    NGramDraft,
+    _as_draft,
+    _forward_logits,
+    _model_name,
+    _torch,
+    ngram_draft_from_text,
+    softmax_T,
+)
 
 __all__ = [
     "DEFAULT_DRAFTS",
@@ -69,14 +80,6 @@ DEFAULT_SEED = 20250218
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
-def _torch() -> Any:
-    try:
-        import torch
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("mdsd_fast.lm needs PyTorch and transformers: pip install 'mdsd_fast[models]'") from exc
-    return torch
-
-
 # ---------------------------------------------------------------------------------------------
 # prompts
 @dataclass(frozen=True)
@@ -107,192 +110,6 @@ def load_prompts(path: str | os.PathLike[str] | None = None) -> list[Prompt]:
                         f"{path}: line {i}: expected a JSON object with id, domain, text ({what})"
                     ) from None
     return out
-
-
-# ---------------------------------------------------------------------------------------------
-# distributions
-def softmax_T(logits: Any, temperature: float) -> np.ndarray:
-    """softmax(logits / T) in float64 (rows of a 2-D input); ``-inf`` logits give 0."""
-    torch = _torch()
-    x = torch.as_tensor(logits).to(torch.float64) / float(temperature)
-    return torch.softmax(x, dim=-1).numpy()
-
-
-def _forward_logits(model: Any, ids: Any, **kw: Any) -> Any:
-    """Logits (L, V) of a causal LM on one sequence, without a cache (``kw``: e.g. a tree
-    attention mask and position ids, see mdsd_fast.lm_trees)."""
-    torch = _torch()
-    with torch.no_grad():
-        out = model(input_ids=ids[None, :], use_cache=False, **kw)
-    return out.logits[0]
-
-
-def _decoder_layers(model: Any) -> tuple[Any, str]:
-    """The ModuleList of decoder layers and the attribute path that holds it."""
-    torch = _torch()
-    for path in ("model.layers", "transformer.h", "model.decoder.layers", "gpt_neox.layers"):
-        obj = model
-        try:
-            for part in path.split("."):
-                obj = getattr(obj, part)
-        except AttributeError:
-            continue
-        if isinstance(obj, torch.nn.ModuleList):
-            return obj, path
-    n = getattr(model.config, "num_hidden_layers", None)
-    for name, mod in model.named_modules():
-        if isinstance(mod, torch.nn.ModuleList) and len(mod) == n:
-            return mod, name
-    raise ValueError("cannot find the decoder layers of this model")
-
-
-class ModelDraft:
-    """A separate causal LM (same tokenizer/vocabulary as the target) used as the draft."""
-
-    def __init__(self, model: Any, name: str = "model") -> None:
-        self.model = model
-        self.name = name
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return {"kind": "model", "model": _model_name(self.model)}
-
-    def logits(self, ids: Any, **kw: Any) -> Any:
-        return _forward_logits(self.model, ids, **kw)
-
-
-class LayerSkipDraft:
-    """The target itself with some decoder layers skipped (no extra weights are made).
-
-    ``skip`` lists 0-based layer indices. While a draft forward runs, the model's layer list is
-    swapped for the kept layers and restored afterwards.
-    """
-
-    def __init__(self, model: Any, skip: Iterable[int], name: str | None = None) -> None:
-        self.model = model
-        self.skip = tuple(sorted({int(i) for i in skip}))
-        layers, _ = _decoder_layers(model)
-        n = len(layers)
-        if any(i < 0 or i >= n for i in self.skip):
-            raise ValueError(f"skip indices must be in [0, {n})")
-        if len(self.skip) >= n:
-            raise ValueError("cannot skip every layer")
-        self.name = name or "skip" + "-".join(map(str, self.skip))
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        layers, _ = _decoder_layers(self.model)
-        return {
-            "kind": "layer_skip",
-            "model": _model_name(self.model),
-            "skip_layers": list(self.skip),
-            "num_layers": len(layers),
-        }
-
-    def logits(self, ids: Any, **kw: Any) -> Any:
-        torch = _torch()
-        layers, path = _decoder_layers(self.model)
-        parent = self.model
-        *head, last = path.split(".")
-        for part in head:
-            parent = getattr(parent, part)
-        kept = torch.nn.ModuleList([m for i, m in enumerate(layers) if i not in self.skip])
-        # Models that pick each layer's attention (sliding or full, and its RoPE base) by list
-        # index from config.layer_types (Gemma 3) need that list cut the same way.
-        cfg: Any = getattr(self.model, "config", None)
-        types: Any = getattr(cfg, "layer_types", None)
-        cut_types = isinstance(types, list) and len(types) == len(layers)
-        parent._modules[last] = kept
-        if cut_types:
-            cfg.layer_types = [t for i, t in enumerate(types) if i not in self.skip]
-        try:
-            return _forward_logits(self.model, ids, **kw)
-        finally:
-            parent._modules[last] = layers
-            if cut_types:
-                cfg.layer_types = types
-
-
-class NGramDraft:
-    """An interpolated token n-gram model (order >= 1) trained on token ids of a text corpus.
-
-    q(x | h) = lam * c(h, x) / c(h) + (1 - lam) * q_{n-1}(x | h'), ending in the unigram
-    distribution of the corpus (add-``delta`` over the corpus's own tokens, so q is 0 for tokens
-    the corpus never contains). Its "logits" are log q, so q at temperature T is q^(1/T)
-    renormalised.
-    """
-
-    def __init__(
-        self,
-        token_ids: Sequence[int],
-        vocab_size: int,
-        order: int = 2,
-        lam: float = 0.7,
-        delta: float = 0.1,
-        name: str | None = None,
-        corpus: str = "",
-    ) -> None:
-        if order < 1:
-            raise ValueError("order must be >= 1")
-        ids = np.asarray(token_ids, dtype=np.int64)
-        self.vocab_size = int(vocab_size)
-        self.order, self.lam, self.delta = int(order), float(lam), float(delta)
-        self.name = name or f"ngram{order}"
-        self.corpus = corpus
-        uni = np.bincount(ids, minlength=self.vocab_size).astype(np.float64)
-        seen = uni > 0
-        uni[seen] += self.delta
-        self._unigram = uni / uni.sum()
-        self._counts: list[dict[tuple[int, ...], dict[int, int]]] = []
-        for k in range(1, self.order):
-            table: dict[tuple[int, ...], dict[int, int]] = {}
-            for i in range(k, ids.size):
-                h = tuple(ids[i - k : i].tolist())
-                nxt = table.setdefault(h, {})
-                nxt[int(ids[i])] = nxt.get(int(ids[i]), 0) + 1
-            self._counts.append(table)
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        return {"kind": "ngram", "order": self.order, "lambda": self.lam, "delta": self.delta, "corpus": self.corpus}
-
-    def probs(self, history: Sequence[int]) -> np.ndarray:
-        q = self._unigram.copy()
-        for k in range(1, self.order):
-            if len(history) < k:
-                break
-            nxt = self._counts[k - 1].get(tuple(int(t) for t in history[len(history) - k :]))
-            if not nxt:
-                break
-            c = np.zeros(self.vocab_size)
-            c[list(nxt)] = list(nxt.values())
-            q = self.lam * c / c.sum() + (1.0 - self.lam) * q
-        return q
-
-    def logits(self, ids: Any) -> Any:
-        torch = _torch()
-        seq = [int(t) for t in ids.tolist()]
-        out = np.stack([self.probs(seq[: i + 1]) for i in range(len(seq))])
-        with np.errstate(divide="ignore"):
-            return torch.from_numpy(np.log(out))
-
-
-def ngram_draft_from_text(tokenizer: Any, text: str, vocab_size: int, order: int = 2, **kw: Any) -> NGramDraft:
-    """An :class:`NGramDraft` trained on ``text`` tokenised by ``tokenizer`` (one paragraph at a time)."""
-    ids: list[int] = []
-    for para in text.split("\n\n"):
-        if para.strip():
-            ids.extend(tokenizer(para.strip(), add_special_tokens=False)["input_ids"])
-    return NGramDraft(ids, vocab_size, order, **kw)
-
-
-def _model_name(model: Any) -> str:
-    cfg = getattr(model, "config", None)
-    return str(getattr(cfg, "_name_or_path", "") or type(model).__name__)
-
-
-def _as_draft(d: Any, name: str) -> Any:
-    return d if hasattr(d, "logits") and not hasattr(d, "config") else ModelDraft(d, name)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -573,159 +390,11 @@ def build_default_dataset(
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# command line
-_DRAFT_FORMS = "NAME=layerskip:I,J,... | NAME=model:PATH | NAME=ngram:ORDER:CORPUS.txt"
-
-
-def _split_draft(spec: str) -> tuple[str, str, Any]:
-    """(name, kind, argument) of a ``--draft`` spec, checked before any model is loaded."""
-    name, _, rest = spec.partition("=")
-    if not rest:
-        name, rest = "", spec
-    kind, _, arg = rest.partition(":")
-    try:
-        if kind == "layerskip":
-            return name, kind, [int(x) for x in arg.split(",") if x]
-        if kind == "model" and arg:
-            return name, kind, arg
-        if kind == "ngram":
-            order_s, _, corpus = arg.partition(":")
-            if not corpus or int(order_s) < 1:
-                raise ValueError(order_s)
-            if not os.path.isfile(corpus):
-                raise FileNotFoundError(f"--draft {spec}: no such corpus file {corpus!r}")
-            return name, kind, (int(order_s), corpus)
-    except ValueError:
-        pass
-    raise ValueError(f"--draft: expected {_DRAFT_FORMS}, got {spec!r}")
-
-
-def _parse_draft(spec: str, model: Any, tok: Any) -> tuple[str, Any]:
-    """``name=layerskip:13,20`` | ``name=model:PATH`` | ``name=ngram:ORDER:CORPUS.txt``."""
-    name, kind, arg = _split_draft(spec)
-    if kind == "layerskip":
-        d: Any = LayerSkipDraft(model, arg, name or None)
-    elif kind == "model":
-        m, _ = load_model(arg)
-        d = ModelDraft(m, name or "model")
-    else:
-        order, corpus = arg
-        d = ngram_draft_from_text(
-            tok,
-            Path(corpus).read_text(encoding="utf-8"),
-            int(model.config.vocab_size),
-            order,
-            name=name or None,
-            corpus=Path(corpus).name,
-        )
-    return (name or d.name), d
-
-
-def _cmd_extract(args: argparse.Namespace) -> int:
-    t0 = time.time()
-    if args.default_dataset or args.model:
-        model = args.model or "smollm2-135m"
-        if args.full and not args.out:
-            raise ValueError("--full: give --out FILE (the full rows are not shipped)")
-        out = Path(args.out) if args.out else default_dataset_path(model)
-        ds = build_default_dataset(out, threads=args.threads, progress=not args.quiet, model=model, full=args.full)
-    else:
-        if not args.target or not args.draft or not args.out:
-            raise ValueError("give --default-dataset, or --target, at least one --draft and --out")
-        for spec in args.draft:  # a typo fails now, not after the target model has loaded
-            _split_draft(spec)
-        if args.prompts is not None and not os.path.isfile(args.prompts):
-            raise FileNotFoundError(f"--prompts: no such file {args.prompts!r}")
-        from .lm_models import PRESETS, preset
-
-        named = args.target == "smollm2" or args.target in PRESETS
-        if not named and not os.path.exists(args.target):
-            raise FileNotFoundError(f"--target: no such model directory or file {args.target!r}")
-        torch = _torch()
-        torch.set_num_threads(args.threads)
-        if named:
-            model, tok = preset(args.target).load()
-        else:
-            model, tok = load_model(args.target, args.gguf_file)
-        drafts = dict(_parse_draft(s, model, tok) for s in args.draft)
-        prompts = load_prompts(args.prompts)
-        out = Path(args.out)
-        ds = extract(
-            model,
-            drafts,
-            prompts,
-            args.temperatures,
-            tokenizer=tok,
-            max_new_tokens=args.max_new_tokens,
-            record_every=args.record_every,
-            seed=args.seed,
-            chat_template=not args.no_chat_template,
-            progress=not args.quiet,
-            info={"command": " ".join(["mdsd-fast", *sys.argv[1:]])},
-        )
-        ds.save(out)
-    sm = ds.sum_min()
-    print(f"wrote {out} ({out.stat().st_size:,} bytes): {len(ds)} rows, V = {ds.vocab_size}, {time.time() - t0:.0f} s")
-    for d in ds.drafts:
-        for T in ds.temperatures:
-            m = (ds.column("draft") == d) & np.isclose(ds.column("temperature"), T)
-            print(f"  draft {d:>8}  T = {T:.1f}: {int(m.sum())} rows, mean sum min(p, q) = {sm[m].mean():.4f}")
-    return 0
-
-
-def _model_choice(value: str) -> str:
-    from .lm_models import preset
-
-    try:
-        return preset(value).name
-    except ValueError as exc:  # argparse names the option; the message says what it takes
-        raise argparse.ArgumentTypeError(str(exc).partition(": ")[2]) from None
-
-
 def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
-    """Register the ``extract`` subcommand on an argparse subparsers object."""
-    from ._cliargs import nonnegative_int, positive_float, positive_int
+    """Register the ``extract`` subcommand on an argparse subparsers object (:mod:`mdsd_fast._cli_extract`)."""
+    from ._cli_extract import add_extract_parser as add
 
-    ap = sub.add_parser(
-        "extract",
-        parents=list(parents),
-        help="record target/draft next-token distributions from language models",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    ap.add_argument(
-        "--default-dataset",
-        action="store_true",
-        help="rebuild the shipped dataset (SmolLM2-135M, layer-skip drafts) into the package (or --out)",
-    )
-    ap.add_argument(
-        "--model",
-        type=_model_choice,
-        help="rebuild the shipped data of this model into the package (or --out): smollm2-135m (the same as "
-        "--default-dataset) or gemma3-270m (a sparse sample, docs/DATA.md)",
-    )
-    ap.add_argument("--full", action="store_true", help="with --model: keep every row to 1 - 1e-6 (needs --out)")
-    ap.add_argument("--target", help="local model directory, a .gguf file, 'smollm2' or 'gemma3-270m'")
-    ap.add_argument("--gguf-file", help="GGUF file name inside --target")
-    ap.add_argument(
-        "--draft",
-        action="append",
-        default=[],
-        help="NAME=layerskip:I,J,... | NAME=model:PATH | NAME=ngram:ORDER:CORPUS.txt (repeatable)",
-    )
-    ap.add_argument("--prompts", help="JSON-lines prompts (id, domain, text); default: the shipped prompts")
-    ap.add_argument("--temperatures", type=positive_float, nargs="+", default=list(DEFAULT_TEMPERATURES))
-    ap.add_argument("--max-new-tokens", type=positive_int, default=DEFAULT_MAX_NEW_TOKENS)
-    ap.add_argument("--record-every", type=positive_int, default=1, help="record every k-th generated position")
-    ap.add_argument("--seed", type=nonnegative_int, default=DEFAULT_SEED)
-    ap.add_argument("--no-chat-template", action="store_true")
-    ap.add_argument(
-        "--threads", type=positive_int, default=1, help="torch threads (default 1: fastest on small machines)"
-    )
-    ap.add_argument("--out", help="output .npz file")
-    ap.add_argument("--quiet", action="store_true", help="no progress bar")
-    ap.set_defaults(func=_cmd_extract)
+    add(sub, parents)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -28,6 +28,7 @@ from typing import Any
 
 from . import lm
 from .data import LMDataset, shipped_model
+from .lm_drafts import _torch
 
 __all__ = [
     "GEMMA3_PACKAGE",
@@ -132,7 +133,7 @@ def build_model_dataset(
     tokenizer; the shipped prompts (:func:`preset_prompts`); T = 0.7 and 1.0; every 8th of up to 48 generated positions.
     ``full`` keeps every row to 1 - 1e-6 even where the shipped sample is cut (not shippable)."""
     pr = preset(name)
-    torch = lm._torch()
+    torch = _torch()
     torch.set_num_threads(int(threads))
     model, tok = pr.load()
     drafts: dict[str, Any] = {d: lm.LayerSkipDraft(model, skip, d) for d, skip in pr.drafts.items()}

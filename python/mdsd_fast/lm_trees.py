@@ -38,13 +38,13 @@ from .lm import (
     Prompt,
     _prompt_ids,
     _seed_for,
-    _torch,
     generate,
     load_prompts,
     model_eos_ids,
     ngram_draft_from_text,
     softmax_T,
 )
+from .lm_drafts import _torch
 from .trees._raw import RawTree, check_tree
 from .trees.data import TreeDatasetBuilder, default_trees_path
 
@@ -331,7 +331,7 @@ def _cmd_extract_trees(args: argparse.Namespace) -> int:
 
 def add_extract_trees_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """Register the ``extract-trees`` subcommand on an argparse subparsers object."""
-    from .lm import _model_choice
+    from ._cli_extract import _model_choice
 
     ap = sub.add_parser("extract-trees", help="grow draft trees from a real model (issue 19)", description=__doc__,
                         formatter_class=argparse.RawDescriptionHelpFormatter, parents=list(parents))  # fmt: skip

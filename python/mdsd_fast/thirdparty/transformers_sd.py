@@ -231,7 +231,7 @@ class SpeculativeSampling:
 def layer_skip_assistant(model: Any, skip: tuple[int, ...]) -> Any:
     """A separate assistant model: ``model`` with decoder layers ``skip`` removed, sharing its
     weights (what :class:`mdsd_fast.lm.LayerSkipDraft` computes, as a model ``generate`` takes)."""
-    from ..lm import _decoder_layers
+    from ..lm_drafts import _decoder_layers
 
     assistant = copy.deepcopy(model, {id(t): t for t in model.parameters()})
     layers, path = _decoder_layers(assistant)

@@ -18,7 +18,8 @@ from numpy.typing import NDArray
 
 from .. import _core
 from .._validate import check_bool, check_threads
-from ..verifiers import _prepare_rows, _work_budget, verifiers
+from .._verify_args import _work_budget
+from ..verifiers import _prepare_rows, verifiers
 from ._nodes import DETERMINISTIC, VerifierSpec, node_verifier
 from .tree import DraftTree
 
