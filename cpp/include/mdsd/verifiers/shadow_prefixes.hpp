@@ -25,10 +25,11 @@ namespace mdsd::verif::shadow {
 
 // levels[k] = remaining(s, q and p of toks[0, pos[k]), pos[k]) for k < m, by ascending level.
 // toks: the system's tokens in cutting order; pos: any positions (repeats allowed).
-// max_buckets <= 0: no bound copies (every token entered, one pass).
+// max_buckets <= 0: no bound copies (every token entered, one pass). every_read = false (the tests'
+// negative control) refines only from the deepest read, which leaves bound copies on shallower ones.
 inline void remaining_at(const System& s, const int32_t* toks, const int64_t* pos, int m, const double* p,
                          const double* q, int max_buckets, std::vector<std::vector<Seg>>& levels,
-                         BucketStats* stats = nullptr) {
+                         BucketStats* stats = nullptr, bool every_read = true) {
     levels.assign(static_cast<std::size_t>(m), {});
     int64_t K = 0;
     for (int k = 0; k < m; ++k) K = std::max(K, pos[k]);
@@ -101,6 +102,7 @@ inline void remaining_at(const System& s, const int32_t* toks, const int64_t* po
             for (; r < m && pos[by_pos[r]] <= at; ++r) {
                 top.clear();
                 levels[by_pos[r]] = pass.segments(&top);
+                if (!every_read && r + 1 < m) continue;
                 for (const int64_t j : top)
                     if (bound_of[j] >= 0 && !refine[bound_of[j]]) {
                         refine[bound_of[j]] = 1;
