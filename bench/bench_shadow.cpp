@@ -5,7 +5,8 @@
 // thread (CPU time, best of 5); the full sort (dual_prefix) and the whole plan
 // (OptimalIid::prepare) timed in the same loop. Then one drafted tuple per row (shadow_verify.hpp,
 // row setup + walk, sorted and bucketed levels) against alpha* and the plan route (prepare + walk),
-// the same rows and seed. Standalone:
+// the same rows and seed, and the race alone: each system's drafts from one envelope pass
+// (remaining_at, the default) against one pass per draft. Standalone:
 //   g++ -std=c++17 -O3 -Icpp/include bench/bench_shadow.cpp -o /tmp/bsh && /tmp/bsh
 #include <algorithm>
 #include <cmath>
@@ -52,7 +53,7 @@ int main() {
     // one drafted tuple per row (shadow_verify.hpp) against alpha* and the plan route, same rows
     double t_alpha = 0, t_row = 0, t_tuple = 0, t_tuple_b = 0, t_tuple_l = 0, t_plan_tuple = 0;
     long agree = 0, agree_b = 0, agree_l = 0;
-    double t_race[4] = {0, 0, 0, 0}, race_diff = 0;
+    double t_race[4] = {0, 0, 0, 0}, race_diff = 0, t_row_nores = 0, t_residual = 0;
     const int Brace[3] = {64, 256, 1024};
     sw::TupleRow tr_reused;  // as a thread's scratch keeps it from row to row
     for (int row = 0; row < rows; ++row) {
@@ -225,6 +226,8 @@ int main() {
             // the default) against one bucketed pass per draft (session 13's route), per bucket count
             {
                 sw::TupleRow tr = sw::make_row(p.data(), q.data(), V, n, wr, false);
+                t_row_nores += best_ms([&] { sw::make_row(tr, p.data(), q.data(), V, n, wr, false); }, reps);
+                t_residual += best_ms([&] { sw::build_residual(tr); }, reps);
                 for (int v = 0; v < 4; ++v) {
                     sw::TupleRace w;
                     w.one_pass = v > 0;
@@ -282,6 +285,8 @@ int main() {
                 t_tuple_b / rows, t_tuple_b / t_alpha, agree_b);
     std::printf("  + residual on rejection, reused  %.3f  (%.1fx alpha*; mf.verify's route; output as above on %ld)\n",
                 t_tuple_l / rows, t_tuple_l / t_alpha, agree_l);
+    std::printf("  make_row without the residual, reused row %.3f\n", t_row_nores / rows);
+    std::printf("  the residual alone (build_residual)      %.3f\n", t_residual / rows);
     std::printf("  race alone, a pass per draft (B = 256)   %.3f\n", t_race[0] / rows);
     for (int v = 1; v < 4; ++v)
         std::printf("  race alone, one pass (B = %4d)          %.3f\n", Brace[v - 1], t_race[v] / rows);
