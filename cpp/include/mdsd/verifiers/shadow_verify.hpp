@@ -13,8 +13,9 @@
 //     keeps ~1-ulp leftovers there), q = 0 tokens keep r = p, and the outer capped suffix (§12.6:
 //     after the first window that cannot reach p(y), every window is the top one) tiles the levels
 //     left by the exact prefix from the top, so its loads come from one walk over those levels.
-// Cost per row: the ratio sort (dual_prefix), one envelope pass per drafted token and two for the
-// residual: O(V log V + n K).
+// Cost per row: the ratio sort (dual_prefix), one bucketed envelope pass per system holding drafts
+// (remaining_at, read at each draft; repeated while a bound copy reaches a read) and two passes for
+// the residual: O(V log V + K) per round.
 #pragma once
 
 #include <algorithm>
