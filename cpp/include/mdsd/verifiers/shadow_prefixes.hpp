@@ -15,7 +15,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -35,12 +34,7 @@ inline void remaining_at(const System& s, const int32_t* toks, const int64_t* po
     for (int k = 0; k < m; ++k) K = std::max(K, pos[k]);
     // runs [rs[u], rs[u + 1]) of consecutive positions below K
     std::vector<int64_t> rs;
-    auto key = [&](int32_t y) {
-        const double r = p[y] / q[y];
-        uint64_t u;
-        std::memcpy(&u, &r, sizeof u);
-        return u;  // the bits of a double >= 0 are monotone in its value
-    };
+    auto key = [&](int32_t y) { return ratio_key(p[y], q[y]); };
     std::vector<int64_t> cuts(pos, pos + m);
     std::sort(cuts.begin(), cuts.end());
     rs.push_back(0);
@@ -51,8 +45,7 @@ inline void remaining_at(const System& s, const int32_t* toks, const int64_t* po
             kmin = std::min(kmin, u);
             kmax = std::max(kmax, u);
         }
-        int shift = 0;
-        while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(max_buckets)) ++shift;
+        const int shift = key_shift(kmin, kmax, max_buckets);
         std::size_t c = 0;
         uint64_t prev = (key(toks[0]) - kmin) >> shift;
         for (int64_t k = 1; k < K; ++k) {

@@ -215,6 +215,21 @@ struct BucketStats {
     int rounds = 0;
 };
 
+// A bucket key of the ratio p / q (q > 0): its bits, monotone in its value for a double >= 0.
+inline uint64_t ratio_key(double p, double q) {
+    const double r = p / q;
+    uint64_t u;
+    std::memcpy(&u, &r, sizeof u);
+    return u;
+}
+
+// The shift that puts keys in [kmin, kmax] into at most max_buckets buckets, (key - kmin) >> shift.
+inline int key_shift(uint64_t kmin, uint64_t kmax, int max_buckets) {
+    int shift = 0;
+    while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++shift;
+    return shift;
+}
+
 // The bound copy of a bucket (sums Q, P; ratios in [rlo, rhi], rlo < rhi), as its first
 // pseudo-token (q1, p1); the second is (Q - q1, P - p1). The bound on the inner prefix sums d(c):
 // the lines of slope r1 from the bucket's start and r2 into its end, its kink at c - c_start = q1.
@@ -241,20 +256,14 @@ inline std::vector<Seg> remaining_bucketed(const System& s, const int32_t* toks,
         if (s.H > 0.0) left.push_back({s.lo, s.lo + s.H});
         return left;
     }
-    auto key = [&](int32_t y) {
-        const double r = p[y] / q[y];
-        uint64_t u;
-        std::memcpy(&u, &r, sizeof u);
-        return u;  // the bits of a double >= 0 are monotone in its value
-    };
+    auto key = [&](int32_t y) { return ratio_key(p[y], q[y]); };
     uint64_t kmin = ~uint64_t(0), kmax = 0;
     for (int64_t k = 0; k < K; ++k) {
         const uint64_t u = key(toks[k]);
         kmin = std::min(kmin, u);
         kmax = std::max(kmax, u);
     }
-    int shift = 0;
-    while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++shift;
+    const int shift = key_shift(kmin, kmax, max_buckets);
     const int64_t B = static_cast<int64_t>((kmax - kmin) >> shift) + 1;
     auto bucket = [&](int32_t y) {  // in the system's cutting order (inner: descending ratio)
         const int64_t b = static_cast<int64_t>((key(y) - kmin) >> shift);
