@@ -5,7 +5,8 @@
 // thread (CPU time, best of 5); the full sort (dual_prefix) and the whole plan
 // (OptimalIid::prepare) timed in the same loop. Then one drafted tuple per row (shadow_verify.hpp,
 // row setup + walk, sorted and bucketed levels) against alpha* and the plan route (prepare + walk),
-// the same rows and seed. Standalone:
+// the same rows and seed, and the race alone: each system's drafts from one envelope pass
+// (remaining_at, the default) against one pass per draft. Standalone:
 //   g++ -std=c++17 -O3 -Icpp/include bench/bench_shadow.cpp -o /tmp/bsh && /tmp/bsh
 #include <algorithm>
 #include <cmath>
@@ -52,6 +53,8 @@ int main() {
     // one drafted tuple per row (shadow_verify.hpp) against alpha* and the plan route, same rows
     double t_alpha = 0, t_row = 0, t_tuple = 0, t_tuple_b = 0, t_tuple_l = 0, t_plan_tuple = 0;
     long agree = 0, agree_b = 0, agree_l = 0;
+    double t_race[4] = {0, 0, 0, 0}, race_diff = 0, t_row_nores = 0, t_residual = 0;
+    const int Brace[3] = {64, 256, 1024};
     sw::TupleRow tr_reused;  // as a thread's scratch keeps it from row to row
     for (int row = 0; row < rows; ++row) {
         std::vector<double> p(V), q(V);
@@ -219,6 +222,27 @@ int main() {
                 },
                 reps);
             agree_l += out_l == out_shadow;
+            // the race alone (the row made once): all of a system's drafts in one pass (remaining_at,
+            // the default) against one bucketed pass per draft (session 13's route), per bucket count
+            {
+                sw::TupleRow tr = sw::make_row(p.data(), q.data(), V, n, wr, false);
+                t_row_nores += best_ms([&] { sw::make_row(tr, p.data(), q.data(), V, n, wr, false); }, reps);
+                t_residual += best_ms([&] { sw::build_residual(tr); }, reps);
+                for (int v = 0; v < 4; ++v) {
+                    sw::TupleRace w;
+                    w.one_pass = v > 0;
+                    w.buckets = v == 0 ? 256 : Brace[v - 1];
+                    t_race[v] += best_ms([&] { sw::race(tr, t.data(), w); }, reps);
+                }
+                sw::TupleRace w0, w1;
+                w0.buckets = w1.buckets = 256;
+                w0.one_pass = false;
+                sw::race(tr, t.data(), w0);
+                sw::race(tr, t.data(), w1);
+                for (std::size_t u = 0; u < w0.lo.size() && u < w1.lo.size(); ++u)
+                    race_diff = std::max({race_diff, std::fabs(w0.lo[u] - w1.lo[u]), std::fabs(w0.hi[u] - w1.hi[u])});
+                if (w0.lo.size() != w1.lo.size()) race_diff = 1e300;
+            }
             t_plan_tuple += best_ms(
                 [&] {
                     const auto pl = mdsd::verif::OptimalIid::prepare(p.data(), q.data(), V, n);
@@ -261,6 +285,12 @@ int main() {
                 t_tuple_b / rows, t_tuple_b / t_alpha, agree_b);
     std::printf("  + residual on rejection, reused  %.3f  (%.1fx alpha*; mf.verify's route; output as above on %ld)\n",
                 t_tuple_l / rows, t_tuple_l / t_alpha, agree_l);
+    std::printf("  make_row without the residual, reused row %.3f\n", t_row_nores / rows);
+    std::printf("  the residual alone (build_residual)      %.3f\n", t_residual / rows);
+    std::printf("  race alone, a pass per draft (B = 256)   %.3f\n", t_race[0] / rows);
+    for (int v = 1; v < 4; ++v)
+        std::printf("  race alone, one pass (B = %4d)          %.3f\n", Brace[v - 1], t_race[v] / rows);
+    std::printf("  one pass vs a pass per draft (B = 256): largest piece-end difference %.1e\n", race_diff);
     std::printf("  plan + one tuple (prepare+walk)  %.3f  (%.1fx alpha*)\n", t_plan_tuple / rows,
                 t_plan_tuple / t_alpha);
     return 0;

@@ -3,7 +3,8 @@
 //
 // Small cases enumerate every tuple; the law is also checked lossless on its own (sum over tuples
 // of Pr[tuple] * law = p), which does not lean on the plan. Odd cases and every LLM-like tuple
-// also run the bucketed levels (remaining_bucketed). LLM-like rows (V = 3000) check sampled
+// also run the bucketed levels. Cases 0-1 mod 4 and every LLM-like tuple take each system's
+// drafts from one envelope pass (remaining_at), the others one pass per draft. LLM-like rows (V = 3000) check sampled
 // tuples. The samplers, given the same seed, must give the same output on almost every draw (the
 // same uniforms; only the ~1e-16 moves of piece ends can split them). Negative control: windows
 // cut from the untouched levels (ignoring the tokens cut before) must change the law on a fair
@@ -92,6 +93,7 @@ int main() {
         pcat.build(p.data(), V);
         sw::TupleRace w, ctl;
         w.buckets = rep % 2 ? 3 : 0;  // odd cases: the bucketed levels (2-3 buckets on these supports)
+        w.one_pass = rep % 4 < 2;     // a system's drafts from one pass (remaining_at), or a pass per draft
         ctl.untouched = true;
         check::context("rep %d, V = %lld, n = %d", rep, static_cast<long long>(V), n);
         Vec marg(V, 0.0);
@@ -164,14 +166,17 @@ int main() {
         for (int k = 0; k < 60; ++k) {
             std::vector<int32_t> t(n);
             for (auto& y : t) y = qcat.pick(g.uniform());
-            for (int buckets : {0, 256}) {
-                w.buckets = buckets;
-                const Laws L = laws(pl, row, pcat, w, t);
-                const double d = maxdiff(L.plan, L.shadow);
-                CHECK_MSG(d <= plan_rounding(qrow), "tuple %d, %d buckets: law differs from the plan's by %.3g", k,
-                          buckets, d);
-                worst_llm = std::max(worst_llm, d);
-            }
+            for (int buckets : {0, 256})
+                for (bool one_pass : {true, false}) {
+                    w.buckets = buckets;
+                    w.one_pass = one_pass;
+                    const Laws L = laws(pl, row, pcat, w, t);
+                    const double d = maxdiff(L.plan, L.shadow);
+                    CHECK_MSG(d <= plan_rounding(qrow),
+                              "tuple %d, %d buckets, one pass %d: law differs from the plan's by %.3g", k, buckets,
+                              one_pass, d);
+                    worst_llm = std::max(worst_llm, d);
+                }
             ++llm_tuples;
         }
     }

@@ -11,6 +11,10 @@
 // - remaining_bucketed (no sort; the set given shuffled) equals the envelope of the sorted set, with
 //   2 to 1,024 buckets; its control: merging each pair of neighbours in the ratio order into one
 //   token (what a bucket without its bound would do) must change the levels on a fair share.
+// - remaining_at (the levels before several drafts from one pass, shadow_prefixes.hpp) equals the
+//   envelope of each read's prefix, on the small cases and on LLM-like rows with zeros and ties,
+//   with 0 to 1,024 buckets; its control: refining only from the deepest read must leave a bound
+//   copy on a shallower read (levels off) on a fair share of the LLM-like rows.
 // - LLM-like rows (V = 2,000): both systems cut whole in the ratio order and shuffled, against the
 //   envelope in long double. The double envelope stays within 1e-13 of it; the cut, whose tiny
 //   windows are placed from rounded level endpoints, within 1e-8 (docs/theory.md §12.6).
@@ -25,6 +29,7 @@
 #include "check.hpp"
 #include "mdsd/dual.hpp"
 #include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/verifiers/shadow_prefixes.hpp"
 #include "mdsd/verifiers/shadow_windows.hpp"
 #include "level_sets.hpp"
 
@@ -116,10 +121,29 @@ static void pick(Gen& g, const std::vector<int32_t>& sys, std::vector<int32_t>& 
     shuffle(g, seq);
 }
 
+// remaining_at's reads at random positions of sys (cutting order; repeats and 0 allowed) against the
+// envelope of each prefix (long double); returns the largest distance. every_read: see remaining_at.
+static double check_reads(Gen& g, const Vec& p, const Vec& q, const std::vector<int32_t>& sys, const sw::System& s,
+                          int nb, bool every_read = true) {
+    const int m = static_cast<int>(g.integer(1, 4));
+    std::vector<int64_t> pos(m);
+    for (auto& j : pos) j = g.integer(0, static_cast<int64_t>(sys.size()) - 1);
+    std::vector<std::vector<lv::Seg>> reads;
+    sw::remaining_at(s, sys.data(), pos.data(), m, p.data(), q.data(), nb, reads, nullptr, every_read);
+    double d = 0.0;
+    for (int k = 0; k < m; ++k) {
+        const std::vector<int32_t> pre(sys.begin(), sys.begin() + pos[k]);
+        d = std::max(d, set_distance(reads[k], envelope<long double>(p, q, pre, s)));
+    }
+    return d;
+}
+
 int main() {
-    Gen g(20261202);
+    Gen g(20261202), gr(15);  // gr: remaining_at's checks (g's stream stays the earlier checks')
     long cases_run[2] = {0, 0}, capped[2] = {0, 0}, control_cases = 0, control_missed = 0;
     double worst = 0.0, env_worst = 0.0, bucket_worst = 0.0;
+    double reads_worst = 0.0;
+    long reads_cases = 0, llm_reads = 0, llm_reads_missed = 0;
     long far = 0, bucket_sorted = 0, merge_cases = 0, merge_missed = 0, prefix_cases = 0, prefix_same = 0;
     for (int rep = 0; rep < 4000; ++rep) {
         const int64_t V = 4 + rep % 9;
@@ -154,6 +178,12 @@ int main() {
                 ++prefix_cases;
                 const int64_t last = static_cast<int64_t>(sys.size()) - 1;
                 prefix_same += std::min(k_exact, last) == std::min(k_cut, last);
+            }
+            {
+                const double dr = check_reads(gr, p, q, sys, inner ? sp.inner : sp.outer, rep % 3 ? 1 << (rep % 5) : 0);
+                CHECK_MSG(dr <= 1e-13, "remaining_at vs the prefixes' envelopes: %.3g", dr);
+                reads_worst = std::max(reads_worst, dr);
+                ++reads_cases;
             }
             std::vector<int32_t> sorted, seq;
             pick(g, sys, sorted, seq);
@@ -282,6 +312,37 @@ int main() {
         "test_shadow_windows: LLM-like rows, bucketed (64 and 1,024 buckets) within %.2g; with 1,024 buckets "
         "%.1f %% of the tokens sorted\n",
         llm_bucket, 100.0 * llm_sorted / std::max(1.0, llm_tokens));
+
+    // remaining_at on LLM-like rows, half of them with zeros and tied ratios
+    for (int rep = 0; rep < 24; ++rep) {
+        Vec p, q;
+        cases::llm_rows(gr, 2000, p, q);
+        if (rep % 2) cases::add_zeros_and_ties(gr, p, q);
+        const int n = 2 + rep % 4;
+        const Split sp = split(p, q, n);
+        const int64_t K = static_cast<int64_t>(sp.ord.size()), ks = sp.ks;
+        for (const bool inner : {false, true}) {
+            check::context("llm reads rep %d, n = %d, %s", rep, n, inner ? "inner" : "outer");
+            std::vector<int32_t> sys;
+            if (inner) sys.assign(sp.ord.rbegin() + (K - ks), sp.ord.rend());
+            else sys.assign(sp.ord.begin() + ks, sp.ord.end());
+            if (sys.size() < 2) continue;
+            const sw::System& s = inner ? sp.inner : sp.outer;
+            for (const int nb : {0, 64, 256, 1024}) {
+                const double dr = check_reads(gr, p, q, sys, s, nb);
+                CHECK_MSG(dr <= 1e-13, "remaining_at (%d buckets) vs the prefixes' envelopes: %.3g", nb, dr);
+                reads_worst = std::max(reads_worst, dr);
+                ++llm_reads;
+            }
+            for (int k = 0; k < 4; ++k) llm_reads_missed += check_reads(gr, p, q, sys, s, 256, false) > 1e-9;
+        }
+    }
+    CHECK_MSG(llm_reads_missed * 10 >= llm_reads, "control: refining from the deepest read missed only %ld of %ld",
+              llm_reads_missed, llm_reads);
+    std::printf(
+        "test_shadow_windows: remaining_at = the prefixes' envelopes within %.2g (%ld small systems, %ld LLM-like "
+        "reads); control: refining from the deepest read only missed %ld of %ld\n",
+        reads_worst, reads_cases, llm_reads, llm_reads_missed, llm_reads);
 
     // Edge cases: the empty set leaves the whole system; one ratio for every token (one bucket,
     // no bound copy); n = 1 (a flat load density: every window has load = width).

@@ -13,8 +13,9 @@
 //     keeps ~1-ulp leftovers there), q = 0 tokens keep r = p, and the outer capped suffix (§12.6:
 //     after the first window that cannot reach p(y), every window is the top one) tiles the levels
 //     left by the exact prefix from the top, so its loads come from one walk over those levels.
-// Cost per row: the ratio sort (dual_prefix), one envelope pass per drafted token and two for the
-// residual: O(V log V + n K).
+// Cost per row: the ratio sort (dual_prefix), one bucketed envelope pass per system holding drafts
+// (remaining_at, read at each draft; repeated while a bound copy reaches a read) and two passes for
+// the residual: O(V log V + K) per round.
 #pragma once
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include "mdsd/verifiers/certificate_split.hpp"
 #include "mdsd/verifiers/common.hpp"
 #include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/verifiers/shadow_prefixes.hpp"
 #include "mdsd/verifiers/shadow_windows.hpp"
 
 namespace mdsd::verif::shadow {
@@ -153,6 +155,10 @@ struct TupleRace {
     std::vector<double> coin;  // by token id (law_chain's indexing); only the drafted ones are set
     bool untouched = false;    // negative control for the tests: cut every window from the untouched levels
     int buckets = 0;           // > 0: the levels before a draft by remaining_bucketed (no sort of the set)
+    bool one_pass = true;      // all of a system's drafts from one pass (remaining_at); false: a pass per draft
+    std::vector<std::vector<Seg>> pre[2];  // one_pass: the levels before each draft k of system s
+    std::vector<int64_t> at_pos[2];
+    std::vector<int> slot;  // draft k -> its read in pre[its system]
 };
 
 // Cuts the windows of tuple t's drafts in the system that handles it.
@@ -167,6 +173,21 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
     w.lo.clear();
     w.hi.clear();
     std::vector<Seg> out;
+    if (w.one_pass) {
+        w.slot.assign(w.m, -1);
+        for (int s = 0; s < 2; ++s) w.at_pos[s].clear();
+        for (int k = 0; k < w.m; ++k) {
+            const Side sd = r.side[w.toks[k]];
+            if (sd == Side::Never) continue;
+            const int s = sd == Side::Inner ? 0 : 1;
+            w.slot[k] = static_cast<int>(w.at_pos[s].size());
+            w.at_pos[s].push_back(w.untouched ? 0 : r.at[w.toks[k]]);
+        }
+        for (int s = 0; s < 2; ++s)
+            if (!w.at_pos[s].empty())
+                remaining_at(r.sys[s], r.ct[s].data(), w.at_pos[s].data(), static_cast<int>(w.at_pos[s].size()), r.p,
+                             r.q, w.buckets, w.pre[s]);
+    }
     for (int k = 0; k < w.m; ++k) {
         const int32_t y = w.toks[k];
         w.b[k] = static_cast<int64_t>(w.lo.size());
@@ -179,8 +200,10 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
         level::Levels L;
         L.n = r.n;
         L.from_bottom = s == 0;
-        L.iv = w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
-                             : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre);
+        if (w.one_pass) L.iv = std::move(w.pre[s][w.slot[k]]);
+        else
+            L.iv = w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
+                                 : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre);
         if (s == 0) std::reverse(L.iv.begin(), L.iv.end());  // iv.back(): the end the cut starts from
         L.total = r.total[s][kpre];
         out.clear();

@@ -119,27 +119,33 @@ struct Cross {
 // (optional, for G in the cutting order): the number k of leading tokens whose windows land
 // exactly; copy j is on the envelope at the end of its own prefix's domain iff window j is exact,
 // and from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
-template <class T = double>
-std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K,
-                           std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr) {
-    std::vector<DD<T>> c(static_cast<std::size_t>(K) + 1), d(static_cast<std::size_t>(K) + 1);
-    for (int64_t k = 0; k < K; ++k) {
-        c[k + 1] = c[k];
-        c[k + 1].add(T(q[k]));
-        d[k + 1] = d[k];
-        d[k + 1].add(T(p[k]));
-    }
-    const T X = std::max(T(0), T(s.H) - c[K].value());  // measure left
+// The envelope pass over copies 0..K (the prefix sums c, d of the tokens entered so far): a stack
+// of the copies on the envelope, each with the x from which it leads. After copy j is pushed, the
+// stack is the envelope of the first j tokens (later copies only pop from its top), so one pass
+// over a longest prefix gives every shorter prefix's levels too (remaining_at).
+template <class T>
+struct EnvelopePass {
     struct Act {
         int64_t j;
-        T start;  // x from which copy j is the envelope
+        T start;
     };
+    const System& s;
+    std::vector<DD<T>> c, d;
     std::vector<Act> st;
-    st.reserve(64);
-    st.push_back({0, T(0)});
-    if (exact) *exact = -1;
-    for (int64_t j = 1; j <= K; ++j) {
-        const T xmax = std::max(T(0), T(s.H) - c[j].value());
+    explicit EnvelopePass(const System& s_) : s(s_), c(1), d(1) {
+        st.reserve(64);
+        st.push_back({0, T(0)});
+    }
+    T left(int64_t j) const { return std::max(T(0), T(s.H) - c[j].value()); }  // measure left after j
+    // Enters the next token; returns the x from which its copy leads (the measure left if never).
+    T push(double qk, double pk) {
+        DD<T> cj = c.back(), dj = d.back();
+        cj.add(T(qk));
+        dj.add(T(pk));
+        c.push_back(cj);
+        d.push_back(dj);
+        const int64_t j = static_cast<int64_t>(c.size()) - 1;
+        const T xmax = left(j);
         T th = 0;
         while (!st.empty()) {
             const Act& t = st.back();
@@ -153,25 +159,53 @@ std::vector<Seg> remaining(const System& s, const double* q, const double* p, in
             break;
         }
         st.push_back({j, th});
+        return th;
+    }
+    // The levels left by the tokens entered so far, by ascending level; on_top (optional) receives
+    // the copies that own a segment.
+    std::vector<Seg> segments(std::vector<int64_t>* on_top = nullptr) const {
+        const T X = left(static_cast<int64_t>(c.size()) - 1);
+        std::vector<Seg> out;
+        out.reserve(st.size());
+        const T top = T(s.lo) + T(s.H);
+        for (std::size_t u = 0; u < st.size(); ++u) {
+            const T a = st[u].start, b = (u + 1 < st.size()) ? std::min(st[u + 1].start, X) : X;
+            if (!(b > a)) continue;
+            const T cj = c[st[u].j].value();
+            const T l = s.inner ? top - cj - b : T(s.lo) + cj + a, h = s.inner ? top - cj - a : T(s.lo) + cj + b;
+            if (h > l) {
+                out.push_back({static_cast<double>(l), static_cast<double>(h)});
+                if (on_top) on_top->push_back(st[u].j);
+            }
+        }
+        std::sort(out.begin(), out.end(), [](const Seg& u, const Seg& v) { return u.lo < v.lo; });
+        return out;
+    }
+};
+
+// The remaining levels after cutting the K tokens (q[k], p[k]) from the system, in the system's
+// cutting order of ratios (outer: ascending p/q; inner: descending; ties in any order, the envelope
+// does not depend on it). Any subset of the system, in any cutting order, windows that stop at the
+// bottom or top included. Returns the segments by ascending level. T: the arithmetic (double; long
+// double for references). on_top (optional) receives the copies j (0..K) that own a segment. exact
+// (optional, for G in the cutting order): the number k of leading tokens whose windows land
+// exactly; copy j is on the envelope at the end of its own prefix's domain iff window j is exact,
+// and from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
+template <class T = double>
+std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K,
+                           std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr) {
+    EnvelopePass<T> pass(s);
+    pass.c.reserve(static_cast<std::size_t>(K) + 1);
+    pass.d.reserve(static_cast<std::size_t>(K) + 1);
+    if (exact) *exact = -1;
+    for (int64_t j = 1; j <= K; ++j) {
+        const T th = pass.push(q[j - 1], p[j - 1]);
+        const T xmax = pass.left(j);
         // (a token that fills the system, up to rounding of the sums, is not judged)
         if (exact && *exact < 0 && xmax > 1e-12 * s.H && !(th < xmax)) *exact = j - 1;
     }
     if (exact && *exact < 0) *exact = K;
-    std::vector<Seg> out;
-    out.reserve(st.size());
-    const T top = T(s.lo) + T(s.H);
-    for (std::size_t u = 0; u < st.size(); ++u) {
-        const T a = st[u].start, b = (u + 1 < st.size()) ? std::min(st[u + 1].start, X) : X;
-        if (!(b > a)) continue;
-        const T cj = c[st[u].j].value();
-        const T l = s.inner ? top - cj - b : T(s.lo) + cj + a, h = s.inner ? top - cj - a : T(s.lo) + cj + b;
-        if (h > l) {
-            out.push_back({static_cast<double>(l), static_cast<double>(h)});
-            if (on_top) on_top->push_back(st[u].j);
-        }
-    }
-    std::sort(out.begin(), out.end(), [](const Seg& u, const Seg& v) { return u.lo < v.lo; });
-    return out;
+    return pass.segments(on_top);
 }
 
 // What remaining_bucketed did: buckets used, tokens sorted (their buckets reached the envelope),
@@ -180,6 +214,32 @@ struct BucketStats {
     int64_t buckets = 0, sorted = 0;
     int rounds = 0;
 };
+
+// A bucket key of the ratio p / q (q > 0): its bits, monotone in its value for a double >= 0.
+inline uint64_t ratio_key(double p, double q) {
+    const double r = p / q;
+    uint64_t u;
+    std::memcpy(&u, &r, sizeof u);
+    return u;
+}
+
+// The shift that puts keys in [kmin, kmax] into at most max_buckets buckets, (key - kmin) >> shift.
+inline int key_shift(uint64_t kmin, uint64_t kmax, int max_buckets) {
+    int shift = 0;
+    while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++shift;
+    return shift;
+}
+
+// The bound copy of a bucket (sums Q, P; ratios in [rlo, rhi], rlo < rhi), as its first
+// pseudo-token (q1, p1); the second is (Q - q1, P - p1). The bound on the inner prefix sums d(c):
+// the lines of slope r1 from the bucket's start and r2 into its end, its kink at c - c_start = q1.
+// The ratios are widened by a few ulps: the bound must hold for the exact ratios, not the rounded.
+inline void bound_copy(const System& s, double Q, double P, double rlo, double rhi, double& q1, double& p1) {
+    const double lo_r = rlo * (1.0 - 4.5e-16), hi_r = rhi * (1.0 + 4.5e-16);
+    const double r1 = s.inner ? hi_r : lo_r, r2 = s.inner ? lo_r : hi_r;
+    q1 = std::min(Q, std::max(0.0, (r2 * Q - P) / (r2 - r1)));
+    p1 = std::min(P, r1 * q1);
+}
 
 // The same remaining levels as remaining(), for a set of tokens given in any order, without
 // sorting it (docs/theory.md §12.6, "Buckets"). The tokens go into at most max_buckets buckets by
@@ -196,20 +256,14 @@ inline std::vector<Seg> remaining_bucketed(const System& s, const int32_t* toks,
         if (s.H > 0.0) left.push_back({s.lo, s.lo + s.H});
         return left;
     }
-    auto key = [&](int32_t y) {
-        const double r = p[y] / q[y];
-        uint64_t u;
-        std::memcpy(&u, &r, sizeof u);
-        return u;  // the bits of a double >= 0 are monotone in its value
-    };
+    auto key = [&](int32_t y) { return ratio_key(p[y], q[y]); };
     uint64_t kmin = ~uint64_t(0), kmax = 0;
     for (int64_t k = 0; k < K; ++k) {
         const uint64_t u = key(toks[k]);
         kmin = std::min(kmin, u);
         kmax = std::max(kmax, u);
     }
-    int shift = 0;
-    while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++shift;
+    const int shift = key_shift(kmin, kmax, max_buckets);
     const int64_t B = static_cast<int64_t>((kmax - kmin) >> shift) + 1;
     auto bucket = [&](int32_t y) {  // in the system's cutting order (inner: descending ratio)
         const int64_t b = static_cast<int64_t>((key(y) - kmin) >> shift);
@@ -259,17 +313,12 @@ inline std::vector<Seg> remaining_bucketed(const System& s, const int32_t* toks,
                 for (int64_t k = 0; k < m; ++k) put(q[first[k]], p[first[k]], -1);
                 continue;
             }
-            // widened by a few ulps: the bound must hold for the exact ratios, not the rounded ones
-            const double lo_r = rlo[b] * (1.0 - 4.5e-16), hi_r = rhi[b] * (1.0 + 4.5e-16);
             if (m == 1 || !(rhi[b] > rlo[b])) {  // one ratio: every inner copy lies on the chord
                 put(Q[b], P[b], -1);
                 continue;
             }
-            // the bound on the inner prefix sums d(c): the lines of slope r1 from the bucket's start
-            // and r2 into its end; its kink at c - c_start = q1
-            const double r1 = s.inner ? hi_r : lo_r, r2 = s.inner ? lo_r : hi_r;
-            const double q1 = std::min(Q[b], std::max(0.0, (r2 * Q[b] - P[b]) / (r2 - r1)));
-            const double p1 = std::min(P[b], r1 * q1);
+            double q1, p1;
+            bound_copy(s, Q[b], P[b], rlo[b], rhi[b], q1, p1);
             put(q1, p1, b);
             put(Q[b] - q1, P[b] - p1, -1);
         }
