@@ -3,7 +3,8 @@
 Run:  python bench/bench_roofline.py [--repeats 15] [--json bench/results/roofline.json]
       [--previous OLD.json]  (an earlier run's JSON: its kernel time and ratios side by side)
       [--clock cpu] [--stat min]  (steadier on a machine shared with other jobs, see side_by_side)
-      [--batch 256]  (also: iid n = 4 on B rows, one thread against two, kernel and public API)
+      [--batch 256]  (also: iid n = 4 on B rows, one thread against two: kernel, public API and the
+                     same bytes copied by one and two threads, the batch's floor)
 
 A ratio to numpy.argsort depends on the machine (a radix sort is memory-bound, argsort is not);
 the physical floor does not: a kernel that reads p and q must at least stream 2 * 8 * V bytes.
@@ -58,9 +59,32 @@ def caches() -> str:
     return ", ".join(out)
 
 
+def copy_rows(p2: np.ndarray, q2: np.ndarray, bp: np.ndarray, bq: np.ndarray, threads: int) -> None:
+    """The batch's floor: its p and q copied once, the rows split into `threads` contiguous blocks,
+    one Python thread each (np.copyto releases the GIL)."""
+    import threading
+
+    cuts = np.linspace(0, p2.shape[0], threads + 1).astype(int)
+
+    def part(a: int, b: int) -> None:
+        np.copyto(bp[a:b], p2[a:b])
+        np.copyto(bq[a:b], q2[a:b])
+
+    if threads == 1:
+        part(0, p2.shape[0])
+        return
+    pool = [threading.Thread(target=part, args=(int(cuts[t]), int(cuts[t + 1]))) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+
+
 def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]) -> list[dict[str, object]]:
     """iid n = 4 on a (B, V) batch, one thread against two (wall clock, 3 alternate runs): the C++
-    kernel alone (``_core.dual_batch`` on validated rows) and the public API (validation included)."""
+    kernel alone (``_core.dual_batch`` on validated rows), the public API (validation included) and
+    the floor (the same bytes copied by one and by two threads, ``copy_rows``), so the kernel's
+    speed-up reads against what the memory allows."""
     import mdsd_fast as mf
 
     out: list[dict[str, object]] = []
@@ -73,9 +97,11 @@ def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]
         for b in range(B):
             P[b], Q[b] = llm_like(rng, V)
         p2, q2, _ = as_pair(P, Q)
+        bp, bq = np.empty_like(p2), np.empty_like(q2)
         for route, call in (
             ("kernel", lambda t: _core.dual_batch(p2, q2, 4, "iid", "auto", False, t)),  # noqa: B023
             ("mf.optimal_acceptance", lambda t: mf.optimal_acceptance(P, Q, 4, "iid", threads=t)),  # noqa: B023
+            ("floor (copy of p, q)", lambda t: copy_rows(p2, q2, bp, bq, t)),  # noqa: B023
         ):
             t1, t2 = side_by_side(lambda c=call: c(1), lambda c=call: c(2), 3, time.perf_counter, stat)
             print(f"| {B} x {V:,} | {route} | {t1:.3f} | {t2:.3f} | {t1 / t2:.2f}x |", flush=True)
