@@ -285,3 +285,12 @@ def test_report_does_not_depend_on_threads() -> None:
     strip = [{k: v for k, v in r.items() if k != "note"} for r in one.records]
     assert strip == [{k: v for k, v in r.items() if k != "note"} for r in two.records]
     assert one.profiles == two.profiles
+
+
+def test_plots_are_written(report: TreeReport, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    files = report.plot(tmp_path / "plots")  # the directory is made by the shared pyplot()
+    assert files
+    for f in files:
+        assert Path(f).parent == tmp_path / "plots"
+        assert Path(f).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -25,7 +25,9 @@ def _pooled(records: list[dict[str, Any]], key_fields: tuple[str, ...]) -> dict[
     return {k: num[k] / den[k] for k in num if den[k] > 0}
 
 
-def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
+def pyplot(out_dir: Path) -> Any:
+    """matplotlib.pyplot on the file-only Agg backend (the ``plot`` extra), with ``out_dir`` made;
+    shared by the gap report's and the tree report's plots."""
     try:
         import matplotlib
 
@@ -34,6 +36,11 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
     except ImportError as exc:  # pragma: no cover - exercised without the extra
         raise ImportError("plots need matplotlib: pip install 'mdsd_fast[plot]'") from exc
     out_dir.mkdir(parents=True, exist_ok=True)
+    return plt
+
+
+def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
+    plt = pyplot(out_dir)
     recs = [r for r in rep.records if r["domain"] != "all"]  # the pooled rows would count twice
     order = ["iid", "wor", "greedy", "topk"]  # then mixed schemes by name
     schemes = sorted({r["scheme"] for r in recs}, key=lambda s: (order.index(s) if s in order else len(order), s))

@@ -15,6 +15,17 @@ _TINY = 1e-300
 _MAX_ITER = 100_000
 
 
+def _lentz_step(a: float, b: float, c: float, d: float) -> tuple[float, float, float]:
+    """One step of modified Lentz for the term a / (b + ...): the new c, 1 / d and their product,
+    the factor the fraction's value is multiplied by (c and d kept off zero by _TINY)."""
+    d = b + a * d
+    d = _TINY if abs(d) < _TINY else d
+    c = b + a / c
+    c = _TINY if abs(c) < _TINY else c
+    d = 1.0 / d
+    return c, d, d * c
+
+
 def _gamma_series(a: float, x: float) -> float:
     """P(a, x) by its power series (converges fast for x < a + 1)."""
     term = total = 1.0 / a
@@ -37,12 +48,7 @@ def _gamma_cf(a: float, x: float) -> float:
     for i in range(1, _MAX_ITER):
         an = -i * (i - a)
         b += 2.0
-        d = an * d + b
-        d = _TINY if abs(d) < _TINY else d
-        c = b + an / c
-        c = _TINY if abs(c) < _TINY else c
-        d = 1.0 / d
-        delta = d * c
+        c, d, delta = _lentz_step(an, b, c, d)
         h *= delta
         if abs(delta - 1.0) < _EPS:
             break
@@ -106,19 +112,10 @@ def _beta_cf(a: float, b: float, x: float) -> float:
     for m in range(1, _MAX_ITER):
         m2 = 2 * m
         aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = _TINY if abs(d) < _TINY else d
-        c = 1.0 + aa / c
-        c = _TINY if abs(c) < _TINY else c
-        d = 1.0 / d
-        h *= d * c
+        c, d, delta = _lentz_step(aa, 1.0, c, d)
+        h *= delta
         aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = _TINY if abs(d) < _TINY else d
-        c = 1.0 + aa / c
-        c = _TINY if abs(c) < _TINY else c
-        d = 1.0 / d
-        delta = d * c
+        c, d, delta = _lentz_step(aa, 1.0, c, d)
         h *= delta
         if abs(delta - 1.0) < _EPS:
             break

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._plots import pyplot
 from .._table import _render
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -53,14 +54,7 @@ def markdown(records: Sequence[dict[str, Any]], profiles: Sequence[dict[str, Any
 
 
 def plots(rep: TreeReport, out_dir: Path) -> list[str]:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:  # pragma: no cover - exercised without the extra
-        raise ImportError("plots need matplotlib: pip install 'mdsd_fast[plot]'") from exc
-    out_dir.mkdir(parents=True, exist_ok=True)
+    plt = pyplot(out_dir)
     shapes = list(dict.fromkeys(r["shape"] for r in rep.records))
     files = []
     fig, axes = plt.subplots(1, len(shapes), figsize=(2.6 * len(shapes), 3.4), squeeze=False)
