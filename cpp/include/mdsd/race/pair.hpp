@@ -60,6 +60,64 @@ inline void mul_factor(int n, int64_t G, const double* sP, const double* sD, dou
     }
 }
 
+// mul_factor by a small token's factor over its e, 1 + x h beta with seed h q (beta = b / e,
+// docs/theory.md §14.4 "Without e"): the same operations as mul_factor with e = 1, in the same
+// order (the same bits). For n = 2, 3, 4, 8 one sweep over the nodes with the coefficients in
+// registers (mul_unit_n); in place when d == s.
+template <int N>
+inline void mul_unit_n(int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* beta,
+                       double h, double q) {
+    const double hq = h * q;
+    for (int64_t g = 0; g < G; ++g) {
+        double p[N], d[N];
+        for (int c = 0; c < N; ++c) {
+            p[c] = sP[c * G + g];
+            d[c] = sD[c * G + g];
+        }
+        const double bt = beta[g];
+        for (int c = N - 1; c >= 0; --c) {
+            double dn = d[c] + hq * p[c];
+            double pn = p[c];
+            if (c) {
+                dn += d[c - 1] * h * bt;
+                pn += p[c - 1] * h * bt;
+            }
+            dD[c * G + g] = dn;
+            dP[c * G + g] = pn;
+        }
+    }
+}
+inline void mul_unit(int n, int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* beta,
+                     double h, double q) {
+    if (h == 0.0) {  // the factor is 1
+        if (dP != sP) {
+            std::copy(sP, sP + static_cast<std::size_t>(n) * G, dP);
+            std::copy(sD, sD + static_cast<std::size_t>(n) * G, dD);
+        }
+        return;
+    }
+    switch (n) {
+        case 2: return mul_unit_n<2>(G, sP, sD, dP, dD, beta, h, q);
+        case 3: return mul_unit_n<3>(G, sP, sD, dP, dD, beta, h, q);
+        case 4: return mul_unit_n<4>(G, sP, sD, dP, dD, beta, h, q);
+        case 8: return mul_unit_n<8>(G, sP, sD, dP, dD, beta, h, q);
+        default: break;
+    }
+    for (int c = n - 1; c >= 0; --c) {  // as mul_factor with e = 1
+        const std::size_t o = static_cast<std::size_t>(c) * G;
+        for (int64_t g = 0; g < G; ++g) {
+            double dn = sD[o + g] + h * q * sP[o + g];
+            double pn = sP[o + g];
+            if (c) {
+                dn += sD[o - G + g] * h * beta[g];
+                pn += sP[o - G + g] * h * beta[g];
+            }
+            dD[o + g] = dn;
+            dP[o + g] = pn;
+        }
+    }
+}
+
 // (Pi, D) on the grid, coefficients of x^0 .. x^{n-1}, laid out [c][g].
 struct Pair {
     int n = 0;
@@ -89,10 +147,9 @@ struct Pair {
 // D_{-y} = a.D b.Pi + a.Pi b.D (only the coefficients n-1 and n-2 are needed). The node sums run
 // over blocks of nodes, coefficient by coefficient (vectorisable), in the same order per node as one
 // node at a time, and the integral adds the nodes in order: the same bits either way.
-inline double w_raw(const Grid& gr, const double* aP, const double* aD, const double* bP, const double* bD,
-                    const double* e, const double* bb, double qy) {
-    const int n = gr.n;
-    const int64_t G = gr.G;
+// w_raw_wt: the same with node weights wt (the grid's times a per-node scale).
+inline double w_raw_wt(int n, int64_t G, const double* wt, const double* aP, const double* aD, const double* bP,
+                       const double* bD, const double* e, const double* bb, double qy) {
     constexpr int64_t kBlock = 64;
     double pi[kBlock], d[kBlock];
     double acc = 0.0;
@@ -111,9 +168,13 @@ inline double w_raw(const Grid& gr, const double* aP, const double* aD, const do
                 std::fill(d, d + gn, 0.0);
             }
         }
-        for (int64_t g = 0; g < gn; ++g) acc += gr.wt[g0 + g] * (qy * e[g0 + g] * pi[g] + bb[g0 + g] * d[g]);
+        for (int64_t g = 0; g < gn; ++g) acc += wt[g0 + g] * (qy * e[g0 + g] * pi[g] + bb[g0 + g] * d[g]);
     }
     return acc;
+}
+inline double w_raw(const Grid& gr, const double* aP, const double* aD, const double* bP, const double* bD,
+                    const double* e, const double* bb, double qy) {
+    return w_raw_wt(gr.n, gr.G, gr.wt.data(), aP, aD, bP, bD, e, bb, qy);
 }
 inline double w_of(const Grid& gr, const Pair& a, const Pair& b, const double* e, const double* bb, double qy) {
     return w_raw(gr, a.Pi.data(), a.D.data(), b.Pi.data(), b.D.data(), e, bb, qy);

@@ -45,7 +45,7 @@ struct Checks {
         std::copy(x.D.begin(), x.D.end(), v.begin() + c * 2 * S + S);
     }
 };
-inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const double* h0) {
+inline Checks suffix_checks_e(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const double* h0) {
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
     Checks ck;
@@ -68,10 +68,11 @@ inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<i
 }
 
 // `ck`: the suffix checks of toks at h0, if the caller already has them (suffix_checks).
+// pass_e: every token's factor e + x h b (the form before session 14, kept for pass_keeps_e).
 template <class Lay>
-inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
-                 std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr,
-                 const Checks* ck = nullptr) {
+inline void pass_e(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
+                   std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr,
+                   const Checks* ck = nullptr) {
     if constexpr (std::is_invocable_v<Lay, int64_t, double, double>)
         if (!ex) throw std::invalid_argument("race::pass: lay(i, w, E) needs the environment `ex`");
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
@@ -80,7 +81,7 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
     const int64_t nb = (k + kPassBlock - 1) / kPassBlock;
     Checks own;
     if (!ck) {
-        own = suffix_checks(gr, q, toks, h0);
+        own = suffix_checks_e(gr, q, toks, h0);
         ck = &own;
     }
     const std::vector<double>& check = ck->v;
@@ -139,6 +140,154 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
                 h = lay(i, w);
             }
             pre.add(ei, bi, h, qy);
+        }
+    }
+}
+
+// The checkpointed pass without e (docs/theory.md §14.4, "Without e"). A small token's factor
+// e + x h b, seed h q e, is e (1 + x h beta), seed e h q (beta = b / e <= 1 below small_cut), so
+// inside a block its e is left out of every product (mul_unit) and the e's of the block's small
+// tokens become one per-node scale e^{-q(small of block) t}: every w of the block misses exactly
+// that scale (the tokens before i, i and those after it in the block), so it goes into the node
+// weights once, and pre (and pex) take it at the block's end. Big tokens keep e + x h b. Within a
+// block the unscaled products grow by at most (1 + beta)^kPassBlock <= 2^128: no overflow. Same
+// values as pass_e to rounding (~1e-15 relative per product); pass_keeps_e() selects pass_e.
+inline bool& pass_keeps_e() {
+    static bool keep = false;  // set only by the tests and benches that compare the two forms
+    return keep;
+}
+inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const double* h0) {
+    if (pass_keeps_e()) return suffix_checks_e(gr, q, toks, h0);
+    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
+    const int n = gr.n;
+    const double qcut = small_cut(gr);
+    Checks ck;
+    ck.S = static_cast<std::size_t>(n) * G;
+    ck.nb = (k + kPassBlock - 1) / kPassBlock;
+    ck.v.resize(static_cast<std::size_t>(ck.nb + 1) * 2 * ck.S);
+    std::vector<double> e(G), b(G), beta(G);
+    Pair s;
+    s.unit(n, G);
+    ck.put(ck.nb, s);
+    for (int64_t c = ck.nb - 1; c >= 0; --c) {
+        poll_interrupt_now();  // a block is ~0.1 ms; a row can take seconds (Ctrl-C)
+        double qs = 0.0;       // the block's small mass
+        for (int64_t i = std::min(k, (c + 1) * kPassBlock) - 1; i >= c * kPassBlock; --i) {
+            const double qy = q[toks[i]], h = h0 ? h0[i] : 1.0;
+            if (qy <= qcut) {
+                gr.betas(qy, beta.data());
+                mul_unit(n, G, s.Pi.data(), s.D.data(), s.Pi.data(), s.D.data(), beta.data(), h, qy);
+                qs += qy;
+            } else {
+                gr.factors(qy, e.data(), b.data());
+                s.add(e.data(), b.data(), h, qy);
+            }
+        }
+        if (qs > 0.0) {
+            gr.factors(qs, e.data(), b.data());
+            s.scale(e.data());
+        }
+        ck.put(c, s);
+    }
+    return ck;
+}
+
+template <class Lay>
+inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
+                 std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr,
+                 const Checks* ck = nullptr) {
+    if (pass_keeps_e()) return pass_e(gr, q, toks, base, lay, w_out, h0, ex, ck);
+    if constexpr (std::is_invocable_v<Lay, int64_t, double, double>)
+        if (!ex) throw std::invalid_argument("race::pass: lay(i, w, E) needs the environment `ex`");
+    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
+    const int n = gr.n;
+    const std::size_t S = static_cast<std::size_t>(n) * G;
+    const int64_t nb = (k + kPassBlock - 1) / kPassBlock;
+    const double qcut = small_cut(gr);
+    Checks own;
+    if (!ck) {
+        own = suffix_checks(gr, q, toks, h0);
+        ck = &own;
+    }
+    const std::vector<double>& check = ck->v;
+    w_out.assign(k, 0.0);
+    Pair pre = base, pex;
+    // ex: q(toks[i..k)), and sc[j] = e^{-q(toks[hi..k)) t} x the block's small scale x the e's of the
+    // big tokens of the block from lo + j on: the factor E of token lo + j - 1 misses (see above).
+    std::vector<double> qsuf, sc;
+    if (ex) {
+        pex = *ex;
+        qsuf.assign(k + 1, 0.0);
+        for (int64_t i = k - 1; i >= 0; --i) qsuf[i] = qsuf[i + 1] + q[toks[i]];
+        sc.resize(static_cast<std::size_t>(kPassBlock + 1) * G);
+    }
+    // Per block: inside[j] = suffix pair of tokens [lo + j, k), without the small e's of the block;
+    // fe, fb: the factors of the block's tokens (small: fb = beta, fe unused).
+    std::vector<double> inside(static_cast<std::size_t>(kPassBlock + 1) * 2 * S), fe(kPassBlock * G),
+        fb(kPassBlock * G), eblk(G), bblk(G), wts(G), one(G, 1.0);
+    std::vector<char> small(kPassBlock);
+    for (int64_t c = 0; c < nb; ++c) {
+        poll_interrupt_now();
+        const int64_t lo = c * kPassBlock, hi = std::min(k, lo + kPassBlock);
+        std::copy(check.begin() + (c + 1) * 2 * S, check.begin() + (c + 2) * 2 * S,
+                  inside.begin() + static_cast<std::size_t>(hi - lo) * 2 * S);
+        double qs = 0.0;
+        for (int64_t i = lo; i < hi; ++i) {
+            small[i - lo] = q[toks[i]] <= qcut;
+            if (small[i - lo]) qs += q[toks[i]];
+        }
+        if (qs > 0.0) gr.factors(qs, eblk.data(), bblk.data());
+        else std::fill(eblk.begin(), eblk.end(), 1.0);
+        for (int64_t g = 0; g < G; ++g) wts[g] = gr.wt[g] * eblk[g];
+        if (ex)
+            for (int64_t g = 0; g < G; ++g)
+                sc[static_cast<std::size_t>(hi - lo) * G + g] = std::exp(-qsuf[hi] * gr.t[g]) * eblk[g];
+        for (int64_t i = hi - 1; i >= lo; --i) {
+            const bool sm = small[i - lo];
+            double* ei = &fe[(i - lo) * G];
+            double* bi = &fb[(i - lo) * G];
+            if (sm) gr.betas(q[toks[i]], bi);
+            else gr.factors(q[toks[i]], ei, bi);
+            if (i == lo) break;
+            const double* src = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
+            double* dst = &inside[static_cast<std::size_t>(i - lo) * 2 * S];
+            const double h = h0 ? h0[i] : 1.0;
+            if (sm) mul_unit(n, G, src, src + S, dst, dst + S, bi, h, q[toks[i]]);
+            else mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, h, q[toks[i]]);
+            if (ex) {
+                double* s0 = &sc[static_cast<std::size_t>(i - lo) * G];
+                const double* s1 = s0 + G;
+                for (int64_t g = 0; g < G; ++g) s0[g] = sm ? s1[g] : s1[g] * ei[g];
+            }
+        }
+        for (int64_t i = lo; i < hi; ++i) {
+            const bool sm = small[i - lo];
+            const double qy = q[toks[i]];
+            const double* ei = sm ? one.data() : &fe[(i - lo) * G];
+            const double* bi = &fb[(i - lo) * G];
+            const double* in = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
+            const double w = w_raw_wt(n, G, wts.data(), pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, qy);
+            w_out[i] = w;
+            double h;
+            if constexpr (std::is_invocable_v<Lay, int64_t, double, double>) {
+                double E = 0.0;
+                const double* s1 = &sc[static_cast<std::size_t>(i - lo + 1) * G];
+                const double* P1 = &pex.Pi[static_cast<std::size_t>(n - 1) * G];
+                const double* D2 = n >= 2 ? &pex.D[static_cast<std::size_t>(n - 2) * G] : nullptr;
+                for (int64_t g = 0; g < G; ++g)
+                    E += gr.wt[g] * s1[g] * (qy * ei[g] * P1[g] + (D2 ? bi[g] * D2[g] : 0.0));
+                h = lay(i, w, E);
+                if (sm) mul_unit(n, G, pex.Pi.data(), pex.D.data(), pex.Pi.data(), pex.D.data(), bi, h, qy);
+                else pex.add(ei, bi, h, qy);
+            } else {
+                h = lay(i, w);
+            }
+            if (sm) mul_unit(n, G, pre.Pi.data(), pre.D.data(), pre.Pi.data(), pre.D.data(), bi, h, qy);
+            else pre.add(ei, bi, h, qy);
+        }
+        if (qs > 0.0) {
+            pre.scale(eblk.data());
+            if (ex) pex.scale(eblk.data());
         }
     }
 }

@@ -1,0 +1,133 @@
+// The checkpointed pass without e (docs/theory.md §14.4, "Without e"), in C++:
+//   * mul_unit (generic and the fixed-n sweeps) bit for bit against mul_factor with e = 1,
+//     node by node, at every n, weights 0 / 1 / in between, in place and not;
+//   * race::pass against the form with every token's e (pass_e): the same w, E and laid weights to
+//     rounding, on LLM-like rows with zeros and tied ratios, with and without h0 and `ex`.
+#include "mdsd/race/grid.hpp"
+#include "mdsd/race/moments.hpp"
+#include "mdsd/race/pair.hpp"
+#include "mdsd/race/pass.hpp"
+namespace R = mdsd::race;
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <vector>
+
+#include "cases.hpp"
+#include "check.hpp"
+#include "race_grid.hpp"
+
+using cases::Gen;
+using cases::Vec;
+
+static void test_mul_unit(Gen& g) {
+    for (int n = 1; n <= 9; ++n) {
+        const int64_t G = g.integer(20, 80);
+        std::vector<double> sP(n * G), sD(n * G), beta(G), one(G, 1.0);
+        for (double& x : sP) x = g.uniform();
+        for (double& x : sD) x = g.uniform();
+        for (double& x : beta) x = g.uniform();
+        for (double h : {0.0, 1.0, g.uniform(), 1e-300}) {
+            const double q = g.uniform() * 1e-3;
+            check::context("mul_unit: n = %d, G = %lld, h = %.3g", n, static_cast<long long>(G), h);
+            std::vector<double> aP(n * G), aD(n * G), bP(sP), bD(sD);
+            R::mul_factor(n, G, sP.data(), sD.data(), aP.data(), aD.data(), one.data(), beta.data(), h, q);
+            R::mul_unit(n, G, bP.data(), bD.data(), bP.data(), bD.data(), beta.data(), h, q);  // in place
+            CHECK(aP == bP && aD == bD);
+            std::vector<double> cP(n * G), cD(n * G);
+            R::mul_unit(n, G, sP.data(), sD.data(), cP.data(), cD.data(), beta.data(), h, q);
+            CHECK(aP == cP && aD == cD);
+        }
+    }
+}
+
+static double rel(double a, double b) { return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300}); }
+
+// pass and pass_e on the same row and rule; returns the largest relative difference of w (and E).
+static double compare_pass(const R::Grid& gr, const Vec& p, const Vec& q, const std::vector<int32_t>& toks,
+                           const R::Pair& env, const std::vector<double>& h0, bool with_ex) {
+    const int n = gr.n;
+    const int64_t k = static_cast<int64_t>(toks.size());
+    std::vector<double> w[2], E[2], hs[2];
+    R::Pair ex = env;
+    ex.scale(std::vector<double>(gr.G, 0.5).data());
+    for (int form = 0; form < 2; ++form) {
+        R::pass_keeps_e() = form == 1;
+        hs[form].assign(k, 1.0);
+        E[form].assign(k, 0.0);
+        // lay: until p is won, a zero weight for every 7th token (ties and zeros enter via the row)
+        auto rule = [&](int64_t i, double wi) {
+            if (i % 7 == 3) return hs[form][i] = 0.0;
+            const double d = wi > 0.0 ? p[toks[i]] / wi : 0.0;
+            return hs[form][i] = d >= 1.0 ? 0.0 : 1.0 - d;
+        };
+        if (with_ex)
+            R::pass(
+                gr, q.data(), toks, env,
+                [&](int64_t i, double wi, double e) {
+                    E[form][i] = e;
+                    return rule(i, wi);
+                },
+                w[form], h0.empty() ? nullptr : h0.data(), &ex);
+        else R::pass(gr, q.data(), toks, env, rule, w[form], h0.empty() ? nullptr : h0.data());
+    }
+    R::pass_keeps_e() = false;
+    double worst = 0.0;
+    for (int64_t i = 0; i < k; ++i) {
+        worst = std::max({worst, rel(w[0][i], w[1][i]), rel(E[0][i], E[1][i])});
+        CHECK_MSG(std::fabs(hs[0][i] - hs[1][i]) <= 1e-11, "n = %d, token %lld: laid weight %.17g vs %.17g", n,
+                  static_cast<long long>(i), hs[0][i], hs[1][i]);
+    }
+    return worst;
+}
+
+static void test_pass_forms(Gen& g) {
+    double worst = 0.0;
+    for (int it = 0; it < 16; ++it) {
+        const int64_t V = g.integer(200, 1500);
+        const int n = static_cast<int>(g.integer(1, 9));
+        Vec p, q;
+        cases::llm_rows(g, V, p, q);
+        if (it % 2) cases::add_zeros_and_ties(g, p, q);
+        const R::Grid gr = grid_of(q, n);
+        std::vector<int32_t> toks, rest;  // toks: the tail of q (mostly small tokens) and a few big ones
+        std::vector<int64_t> ord(V);
+        for (int64_t i = 0; i < V; ++i) ord[i] = i;
+        std::sort(ord.begin(), ord.end(), [&](int64_t a, int64_t b) { return q[a] > q[b]; });
+        for (int64_t r = 0; r < V; ++r) {
+            if (!(q[ord[r]] > 0.0)) continue;
+            (r < n + 2 && r % 2 == 0 ? rest : toks).push_back(static_cast<int32_t>(ord[r]));
+        }
+        const std::vector<int32_t> sorted = toks;  // a random order of them
+        const std::vector<int64_t> perm =
+            g.choose(static_cast<int64_t>(toks.size()), static_cast<int64_t>(toks.size()));
+        for (std::size_t i = 0; i < toks.size(); ++i) toks[i] = sorted[perm[i]];
+        R::Pair env;
+        env.unit(n, gr.G);
+        std::vector<double> e(gr.G), b(gr.G);
+        for (int32_t y : rest) {
+            gr.factors(q[y], e.data(), b.data());
+            env.add(e.data(), b.data(), 1.0, q[y]);
+        }
+        std::vector<double> h0;
+        if (it % 3 == 1)
+            for (std::size_t i = 0; i < toks.size(); ++i) h0.push_back(i % 5 == 0 ? 0.0 : g.uniform());
+        check::context("pass forms case %d: V = %lld, n = %d, k = %zu", it, static_cast<long long>(V), n, toks.size());
+        for (bool with_ex : {false, true}) {
+            if (with_ex && n < 2) continue;
+            const double d = compare_pass(gr, p, q, toks, env, h0, with_ex);
+            CHECK_MSG(d <= 1e-12, "pass vs pass_e: relative difference %.3g", d);
+            worst = std::max(worst, d);
+        }
+    }
+    std::printf("  pass without e vs pass_e: max relative difference of w and E %.2g\n", worst);
+}
+
+int main() {
+    Gen g(20261214);
+    test_mul_unit(g);
+    test_pass_forms(g);
+    return check::summary("test_race_pass");
+}
