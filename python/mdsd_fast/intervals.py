@@ -38,6 +38,7 @@ from ._intervals_sparse import (
     sparse_parts,
     unseen_mass,
 )
+from ._intervals_tight import iid_max
 from ._intervals_wor import wor_high, wor_high_rows, wor_low
 from ._validate import _as_float_array, _sampled, check_n, check_scheme, check_threads, mixed_parts
 from .bound import optimal_acceptance
@@ -378,7 +379,8 @@ def _bounds(
     p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int, witnesses: bool = False, *, threads: int | None = None
 ) -> tuple[_F, _F, _F, _F, bool]:
     """(low, high, smallest and largest alpha* of the completions tried (NaN where no search ran;
-    ``witnesses`` runs it on every row), batched); ``threads`` goes to every ``optimal_acceptance``."""
+    ``witnesses`` runs it on every row, and for "iid" the cutting planes of §3.3 too, which can
+    only lower high), batched); ``threads`` goes to every ``optimal_acceptance``."""
     scheme = check_scheme(scheme)
     n = check_n(n)
     P, Q, V, batched = _parts(p, q)
@@ -419,6 +421,9 @@ def _bounds(
                 pg, qg, n, scheme, m, _top(qg, m) if m else np.zeros(pg.x.shape, bool), steps, threads
             )
             hi[rows] = np.where(fast[rows], hi[rows], h)
+        if witnesses and scheme == "iid":  # bracket the largest alpha* over completions (§3.3)
+            br = iid_max(pl, ql, n, hi, threads=threads)
+            whi, hi = np.fmax(whi, br.witness), np.minimum(hi, br.high)
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
     hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)
     return lo, hi, wlo, whi, batched
