@@ -2,7 +2,8 @@
 
 ``optimal_acceptance`` computes alpha* by the fast dual (the sorted-prefix scan of the C++ core,
 docs/theory.md §4) or by the flow LP over draft sets solved with HiGHS (``solve_lp``, docs/theory.md §7).
-This is the only module that talks to highspy.
+It owns the HiGHS objects (``_highs()``: one silent, reusable instance per thread); the small LPs of
+trees/bound.py and _intervals_tight.py are built on it.
 """
 
 from __future__ import annotations
