@@ -22,10 +22,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "mdsd/order.hpp"
 #include "mdsd/verifiers/level_windows.hpp"
 
 namespace mdsd::verif::shadow {
@@ -216,18 +216,29 @@ struct BucketStats {
 };
 
 // A bucket key of the ratio p / q (q > 0): its bits, monotone in its value for a double >= 0.
-inline uint64_t ratio_key(double p, double q) {
-    const double r = p / q;
-    uint64_t u;
-    std::memcpy(&u, &r, sizeof u);
-    return u;
-}
+inline uint64_t ratio_key(double p, double q) { return key_bits(p / q); }
 
-// The shift that puts keys in [kmin, kmax] into at most max_buckets buckets, (key - kmin) >> shift.
-inline int key_shift(uint64_t kmin, uint64_t kmax, int max_buckets) {
+// Buckets by the leading bits of the ratio keys of toks[0, K) (K > 0): bucket (key - kmin) >> shift,
+// the smallest shift that leaves at most max_buckets of them.
+struct KeyBuckets {
+    uint64_t kmin = 0;
     int shift = 0;
-    while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++shift;
-    return shift;
+    int64_t count = 1;  // buckets spanned, (kmax - kmin) >> shift + 1
+    uint64_t of(uint64_t key) const { return (key - kmin) >> shift; }
+};
+
+inline KeyBuckets key_buckets(const int32_t* toks, int64_t K, const double* p, const double* q, int max_buckets) {
+    uint64_t kmin = ~uint64_t(0), kmax = 0;
+    for (int64_t k = 0; k < K; ++k) {
+        const uint64_t u = ratio_key(p[toks[k]], q[toks[k]]);
+        kmin = std::min(kmin, u);
+        kmax = std::max(kmax, u);
+    }
+    KeyBuckets b;
+    b.kmin = kmin;
+    while (((kmax - kmin) >> b.shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++b.shift;
+    b.count = static_cast<int64_t>((kmax - kmin) >> b.shift) + 1;
+    return b;
 }
 
 // The bound copy of a bucket (sums Q, P; ratios in [rlo, rhi], rlo < rhi), as its first
@@ -257,16 +268,10 @@ inline std::vector<Seg> remaining_bucketed(const System& s, const int32_t* toks,
         return left;
     }
     auto key = [&](int32_t y) { return ratio_key(p[y], q[y]); };
-    uint64_t kmin = ~uint64_t(0), kmax = 0;
-    for (int64_t k = 0; k < K; ++k) {
-        const uint64_t u = key(toks[k]);
-        kmin = std::min(kmin, u);
-        kmax = std::max(kmax, u);
-    }
-    const int shift = key_shift(kmin, kmax, max_buckets);
-    const int64_t B = static_cast<int64_t>((kmax - kmin) >> shift) + 1;
+    const KeyBuckets kb = key_buckets(toks, K, p, q, max_buckets);
+    const int64_t B = kb.count;
     auto bucket = [&](int32_t y) {  // in the system's cutting order (inner: descending ratio)
-        const int64_t b = static_cast<int64_t>((key(y) - kmin) >> shift);
+        const int64_t b = static_cast<int64_t>(kb.of(key(y)));
         return s.inner ? B - 1 - b : b;
     };
     std::vector<int64_t> start(static_cast<std::size_t>(B) + 1, 0);
