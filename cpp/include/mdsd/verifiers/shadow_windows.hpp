@@ -137,29 +137,43 @@ struct EnvelopePass {
         st.push_back({0, T(0)});
     }
     T left(int64_t j) const { return std::max(T(0), T(s.H) - c[j].value()); }  // measure left after j
-    // Enters the next token; returns the x from which its copy leads (the measure left if never).
-    T push(double qk, double pk) {
-        DD<T> cj = c.back(), dj = d.back();
-        cj.add(T(qk));
-        dj.add(T(pk));
-        c.push_back(cj);
-        d.push_back(dj);
-        const int64_t j = static_cast<int64_t>(c.size()) - 1;
-        const T xmax = left(j);
-        T th = 0;
-        while (!st.empty()) {
-            const Act& t = st.back();
-            const Cross<T> h(s, c[t.j].value(), dd_diff(c[j], c[t.j]), dd_diff(d[j], d[t.j]));
-            const T ht = (t.start < xmax) ? h(t.start) : T(1);
-            if (ht >= 0) {  // copy j already leads where copy t.j would start: t.j never leads
-                st.pop_back();
+    // Where the next token's copy would lead from (the measure left if never), and how many copies
+    // of the stack it leaves; nothing changes until commit(), so the levels before the token stay
+    // readable (remaining's stop at the first inexact window).
+    struct Lead {
+        DD<T> c, d;
+        T xmax, th;
+        std::size_t keep;
+    };
+    Lead lead(double qk, double pk) const {
+        Lead l{c.back(), d.back(), T(0), T(0), st.size()};
+        l.c.add(T(qk));
+        l.d.add(T(pk));
+        l.xmax = std::max(T(0), T(s.H) - l.c.value());
+        while (l.keep > 0) {
+            const Act& t = st[l.keep - 1];
+            const Cross<T> h(s, c[t.j].value(), dd_diff(l.c, c[t.j]), dd_diff(l.d, d[t.j]));
+            const T ht = (t.start < l.xmax) ? h(t.start) : T(1);
+            if (ht >= 0) {  // the new copy already leads where copy t.j would start: t.j never leads
+                --l.keep;
                 continue;
             }
-            th = h.root(t.start, ht, xmax);
+            l.th = h.root(t.start, ht, l.xmax);
             break;
         }
-        st.push_back({j, th});
-        return th;
+        return l;
+    }
+    void commit(const Lead& l) {
+        c.push_back(l.c);
+        d.push_back(l.d);
+        st.resize(l.keep);
+        st.push_back({static_cast<int64_t>(c.size()) - 1, l.th});
+    }
+    // Enters the next token; returns the x from which its copy leads (the measure left if never).
+    T push(double qk, double pk) {
+        const Lead l = lead(qk, pk);
+        commit(l);
+        return l.th;
     }
     // The levels left by the tokens entered so far, by ascending level; on_top (optional) receives
     // the copies that own a segment.
@@ -191,18 +205,24 @@ struct EnvelopePass {
 // (optional, for G in the cutting order): the number k of leading tokens whose windows land
 // exactly; copy j is on the envelope at the end of its own prefix's domain iff window j is exact,
 // and from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
+// stop_at_exact (with exact): the levels left before the first token whose window is not exact,
+// i.e. remaining(..., *exact) in the same pass, which stops there.
 template <class T = double>
 std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K,
-                           std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr) {
+                           std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr,
+                           bool stop_at_exact = false) {
     EnvelopePass<T> pass(s);
     pass.c.reserve(static_cast<std::size_t>(K) + 1);
     pass.d.reserve(static_cast<std::size_t>(K) + 1);
     if (exact) *exact = -1;
     for (int64_t j = 1; j <= K; ++j) {
-        const T th = pass.push(q[j - 1], p[j - 1]);
-        const T xmax = pass.left(j);
+        const typename EnvelopePass<T>::Lead l = pass.lead(q[j - 1], p[j - 1]);
         // (a token that fills the system, up to rounding of the sums, is not judged)
-        if (exact && *exact < 0 && xmax > 1e-12 * s.H && !(th < xmax)) *exact = j - 1;
+        if (exact && *exact < 0 && l.xmax > 1e-12 * s.H && !(l.th < l.xmax)) {
+            *exact = j - 1;
+            if (stop_at_exact) return pass.segments(on_top);
+        }
+        pass.commit(l);
     }
     if (exact && *exact < 0) *exact = K;
     return pass.segments(on_top);
