@@ -80,6 +80,7 @@ def main() -> None:
                     lo, hi, wlo, whi, _ = _bounds(top_k(P, k), top_k(Q, k), n, scheme, SEARCH_STEPS, witnesses=True)
                     truth = mf.optimal_acceptance(P, Q, n, scheme)
                     assert np.all(lo <= truth) and np.all(truth <= hi), "interval misses the truth"
+                    assert not np.any(whi > hi), "a witness completion above high"
                     for c, v in zip(cols, (lo, hi, wlo, whi, truth), strict=True):
                         c.append(v)
                 lo, hi, wlo, whi, truth = (np.concatenate(c) for c in cols)

@@ -1,7 +1,8 @@
 """The roofline yardstick: every alpha* kernel against the time to stream its input once.
 
 Run:  python bench/bench_roofline.py [--repeats 15] [--json bench/results/roofline.json]
-      [--previous OLD.json]  (an earlier run's JSON: its kernel time and ratios side by side)
+      [--previous OLD.json[:RUN]]  (an earlier run's JSON, or one named run of a file of several:
+                     its kernel time and ratios side by side)
       [--clock cpu] [--stat min]  (steadier on a machine shared with other jobs, see side_by_side)
       [--batch 256]  (also: iid n = 4 on B rows, one thread against two: kernel, public API and the
                      same bytes copied by one and two threads, the batch's floor)
@@ -109,12 +110,30 @@ def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]
     return out
 
 
+def load_previous(spec: str) -> dict[tuple[int, str, int], dict[str, float]]:
+    """The kernel rows of an earlier run: FILE (one run's JSON, as --json writes it) or FILE:RUN
+    (a file of several named runs, such as bench/results/roofline_session13.json)."""
+    path, _, run = spec.partition(":") if not os.path.exists(spec) else (spec, "", "")
+    with open(path) as f:
+        data = json.load(f)
+    if "rows" not in data:
+        runs = sorted(k for k, v in data.items() if isinstance(v, dict) and "rows" in v)
+        if run not in runs:
+            raise SystemExit(f"--previous: {path} holds several runs; name one as {path}:RUN, RUN in {runs}")
+        data = data[run]
+    return {(r["V"], r["scheme"], r["n"]): r for r in data["rows"] if "scheme" in r}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=15)
     ap.add_argument("--sizes", type=int, nargs="+", default=[4096, 49_152, 151_936])
     ap.add_argument("--json", default=None)
-    ap.add_argument("--previous", default=None, help="an earlier run's JSON, printed beside this one")
+    ap.add_argument(
+        "--previous",
+        default=None,
+        help="an earlier run's JSON (FILE, or FILE:RUN for a file of named runs), printed beside this one",
+    )
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall", help="cpu: this thread's CPU time")
     ap.add_argument("--stat", choices=["median", "min"], default="median")
     ap.add_argument("--batch", type=int, default=0, help="B > 0: also time a (B, V) iid batch on 1 and 2 threads")
@@ -125,10 +144,7 @@ def main() -> int:
     def timed(f: Callable[[], object], g: Callable[[], object]) -> tuple[float, float]:
         return side_by_side(f, g, args.repeats, clock, stat)
 
-    prev: dict[tuple[int, str, int], dict[str, float]] = {}
-    if args.previous:
-        with open(args.previous) as f:
-            prev = {(r["V"], r["scheme"], r["n"]): r for r in json.load(f)["rows"] if "scheme" in r}
+    prev = load_previous(args.previous) if args.previous else {}
     info = machine_info()
     info["caches"] = caches()
     info["timing"] = f"{args.clock} clock, {args.stat} of {args.repeats}"

@@ -30,20 +30,20 @@ from mdsd_fast import intervals as iv
 V, K, G = 6, 2, 10
 
 
-def rows(seed: int, count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-K logs of random rows (zeros off the log); each side's unseen mass fits its caps."""
+def rows(seed: int, count: int, v: int = V, k: int = K) -> tuple[np.ndarray, np.ndarray]:
+    """Top-k logs of random rows over v tokens (zeros off the log); each side's unseen mass fits its caps."""
     rng = np.random.default_rng(seed)
     out: list[tuple[np.ndarray, np.ndarray]] = []
     while len(out) < count:
         pair = []
         for _ in range(2):
-            full = rng.dirichlet(np.full(V, rng.choice([0.3, 1.0, 3.0])))
-            cut = np.zeros(V)
-            top = np.argsort(-full, kind="stable")[:K]
+            full = rng.dirichlet(np.full(v, rng.choice([0.3, 1.0, 3.0])))
+            cut = np.zeros(v)
+            top = np.argsort(-full, kind="stable")[:k]
             cut[top] = full[top]
             pair.append(cut)
         p, q = pair
-        if all(1 - x.sum() <= x[x > 0].min() * (V - K) * (1 - 1e-9) for x in (p, q)):
+        if all(1 - x.sum() <= x[x > 0].min() * (v - k) * (1 - 1e-9) for x in (p, q)):
             out.append((p, q))
     return np.array([p for p, _ in out]), np.array([q for _, q in out])
 
@@ -61,11 +61,11 @@ def splits(x: np.ndarray) -> np.ndarray:
     return np.array(out)
 
 
-def grid_max(p: np.ndarray, q: np.ndarray, n: int) -> float:
+def grid_max(p: np.ndarray, q: np.ndarray, n: int, scheme: str = "iid") -> float:
     P, Q = splits(p), splits(q)
     pp = np.repeat(P, Q.shape[0], axis=0)
     qq = np.tile(Q, (P.shape[0], 1))
-    return float(np.max(mf.optimal_acceptance(pp, qq, n, "iid")))
+    return float(np.max(mf.optimal_acceptance(pp, qq, n, scheme)))
 
 
 def lump_layout(p: np.ndarray, q: np.ndarray) -> tuple[object, object]:
@@ -88,17 +88,32 @@ def test_bracket_holds_the_grid_maximum_and_closes(n: int) -> None:
     assert np.all(np.abs(hi - br.witness) <= 1e-9)
 
 
-def test_witness_is_a_real_completion() -> None:
-    p, q = rows(5, 12)
-    n = 2
+@pytest.mark.parametrize(("scheme", "n"), [("greedy", 2), ("top1+iid", 3)])
+def test_bracket_of_the_mixed_schemes(scheme: str, n: int) -> None:
+    """The top token of q drafted, the rest i.i.d. off it (docs/theory.md §5.2): the same bracket."""
+    p, q = rows(31 + n, 8)
+    witness, high = iv._bounds(p, q, n, scheme, 0, witnesses=True)[3], iv._bounds(p, q, n, scheme, 0)[1]
+    for r in range(p.shape[0]):
+        g = grid_max(p[r], q[r], n, scheme)
+        assert g <= high[r] + 1e-12, (r, g, high[r])  # high: BOUND_SLACK included, clipped to 1
+        assert witness[r] >= g - 1e-12, (r, g, witness[r])
+    assert np.all(high - witness <= 1e-9 + iv.BOUND_SLACK)
+
+
+@pytest.mark.parametrize(("scheme", "n", "m", "v"), [("iid", 2, 0, V), ("greedy", 2, 1, 400), ("top1+iid", 3, 1, 400)])
+def test_witness_is_a_real_completion(scheme: str, n: int, m: int, v: int) -> None:
+    """At v = 400 the unlogged-in-both mass outweighs every logged token of q: the lump row's own
+    top token would be the lump, which no real completion has (hence the split pair in _alpha)."""
+    p, q = rows(5, 12, v, 3 if m else K)
     pl, ql = lump_layout(p, q)
-    br = tight.iid_max(pl, ql, n, np.full(p.shape[0], np.inf))
+    T = iv._top(ql, m) if m else None
+    br = tight.iid_max(pl, ql, n, np.full(p.shape[0], np.inf), T=T, m=m)
     for r in range(p.shape[0]):
         ids = np.flatnonzero((p[r] > 0) | (q[r] > 0))  # the union support, ascending: its columns
-        hidden = np.setdiff1d(np.arange(V), ids)
+        hidden = np.setdiff1d(np.arange(v), ids)
         full = []
         for x, comp in ((p[r], br.p[r]), (q[r], br.q[r])):
-            y = np.zeros(V)
+            y = np.zeros(v)
             y[ids] = comp[: ids.size]
             y[hidden] = comp[-1] / max(hidden.size, 1)
             logged = x > 0
@@ -106,7 +121,7 @@ def test_witness_is_a_real_completion() -> None:
             assert np.all(y[~logged] <= x[logged].min() * (1 + 1e-12))  # caps
             assert abs(y.sum() - 1) <= 1e-12
             full.append(y)
-        assert abs(mf.optimal_acceptance(full[0], full[1], n, "iid") - br.witness[r]) <= 1e-12
+        assert abs(mf.optimal_acceptance(full[0], full[1], n, scheme) - br.witness[r]) <= 1e-12
 
 
 def test_even_spread_of_the_unlogged_in_both_mass_is_best() -> None:

@@ -92,14 +92,21 @@ def fill_max(coef: _F, caps: _F, total: float) -> float:
     return float(c @ take)
 
 
-def _tangent(p: _F, q: _F, H: _I, pcols: _I, qcols: _I, xp: _F, xq: _F, n: int) -> tuple[float, _F, _F]:
-    """The tangent c + gp · xp' + gq · xq' of the cut H at a completion: above the cut everywhere."""
-    inH = np.zeros(p.size, dtype=bool)
+def _tangent(
+    p: _F, q: _F, H: _I, pcols: _I, qcols: _I, xp: _F, xq: _F, k: int, T: NDArray[np.bool_]
+) -> tuple[float, _F, _F]:
+    """The tangent c + gp · xp' + gq · xq' of the cut H ∪ T at a completion: above the cut everywhere.
+
+    The cut of a scheme drafting the top tokens T of q, then k i.i.d. from q renormalised off T
+    (docs/theory.md §5.2; T empty for "iid"): 1 + p(H ∪ T) − (q(H ∖ T) / (1 − q(T)))^k. T's q is
+    logged (``intervals._top``), so 1 − q(T) is the same on every completion."""
+    inH = T.copy()
     inH[H] = True
-    s = float(q[inH].sum())
-    cut = 1.0 + float(p[inH].sum()) - s**n
+    rest = 1.0 - float(q[T].sum())
+    s = float(q[inH & ~T].sum()) / rest
+    cut = 1.0 + float(p[inH].sum()) - s**k
     gp = inH[pcols].astype(np.float64)
-    gq = -n * s ** (n - 1) * inH[qcols].astype(np.float64)
+    gq = -k * s ** (k - 1) / rest * (inH & ~T)[qcols].astype(np.float64)
     return cut - float(gp @ xp) - float(gq @ xq), gp, gq
 
 
@@ -147,12 +154,39 @@ def _mixture_bound(cuts: list[tuple[float, _F, _F]], lam: _F, pcap: _F, qcap: _F
     return float(c) + fill_max(np.asarray(gp), pcap, pu) + fill_max(np.asarray(gq), qcap, qu)
 
 
-def iid_max(pl: Any, ql: Any, n: int, high: _F, steps: int = TIGHT_STEPS, threads: int | None = None) -> Bracket:
-    """The bracket of max over completions of α*_iid per row of union-layout logs
-    (docs/intervals.md §3.3): a witness completion and its α*_iid, and the smaller of ``high`` (any
+def _alpha(P: _F, Q: _F, k: int, T: NDArray[np.bool_], threads: int | None) -> tuple[_F, list[_I]]:
+    """α* of lump rows and their certificates (T left out). With T (the top tokens of q, drafted
+    first) through the split pair of docs/theory.md §5.2, p(T) + α*_iid(p, q off T renormalised; k):
+    the mixed scheme on the lump row itself would take the lump for a top token once the unlogged
+    mass outweighs the logged one, which no even completion does."""
+    if not T.any():
+        return optimal_acceptance(P, Q, k, "iid", return_certificate=True, threads=threads)
+    Qs = np.where(T, 0.0, Q)
+    Qs /= Qs.sum(axis=1, keepdims=True)
+    alpha, certs = optimal_acceptance(P, Qs, k, "iid", return_certificate=True, threads=threads)
+    return np.minimum(1.0, np.where(T, P, 0.0).sum(axis=1) + alpha), certs
+
+
+def iid_max(
+    pl: Any,
+    ql: Any,
+    n: int,
+    high: _F,
+    steps: int = TIGHT_STEPS,
+    threads: int | None = None,
+    *,
+    T: NDArray[np.bool_] | None = None,
+    m: int = 0,
+) -> Bracket:
+    """The bracket of max over completions of α* per row of union-layout logs
+    (docs/intervals.md §3.3): a witness completion and its α*, and the smaller of ``high`` (any
     valid bound) and the certified bound of the tangents. A row stops once the two are within
-    ``TIGHT_GAP``, or after ``steps``."""
+    ``TIGHT_GAP``, or after ``steps``. For a scheme that drafts the top ``m`` tokens of q first and
+    the rest i.i.d. ("greedy", "top<m>+iid"), T is their mask on the union layout."""
     rows = _Rows(pl, ql)
+    Tw = np.zeros((rows.R, rows.W), dtype=bool)  # T on the lump layout (never the lump)
+    if T is not None:
+        Tw[:, :-1] = T
     xp, xq = rows.flat()
     bp, bq = [x.copy() for x in xp], [x.copy() for x in xq]  # the best completion so far
     cuts: list[list[tuple[float, _F, _F]]] = [[] for _ in range(rows.R)]
@@ -174,7 +208,7 @@ def iid_max(pl: Any, ql: Any, n: int, high: _F, steps: int = TIGHT_STEPS, thread
         evals = []
         for ep, eq in points:
             P, Q = rows.dense(ep, eq)
-            alpha, certs = optimal_acceptance(P[active], Q[active], n, "iid", return_certificate=True, threads=threads)
+            alpha, certs = _alpha(P[active], Q[active], n - m, Tw[active], threads)
             evals.append((ep, eq, P, Q, alpha, certs))
         still = []
         for j, r in enumerate(active):
@@ -182,7 +216,7 @@ def iid_max(pl: Any, ql: Any, n: int, high: _F, steps: int = TIGHT_STEPS, thread
             for ep, eq, P, Q, alpha, certs in evals:
                 if float(alpha[j]) > witness[r]:
                     witness[r], bp[r], bq[r] = float(alpha[j]), ep[r].copy(), eq[r].copy()
-                cuts[r].append(_tangent(P[r], Q[r], certs[j], rows.pcols[r], rows.qcols[r], ep[r], eq[r], n))
+                cuts[r].append(_tangent(P[r], Q[r], certs[j], rows.pcols[r], rows.qcols[r], ep[r], eq[r], n - m, Tw[r]))
             if high[r] - witness[r] <= TIGHT_GAP:
                 continue
             xp[r], xq[r], lam = _kelley_lp(cuts[r], rows.pcap[r], rows.qcap[r], rows.pu[r], rows.qu[r])
@@ -192,5 +226,9 @@ def iid_max(pl: Any, ql: Any, n: int, high: _F, steps: int = TIGHT_STEPS, thread
         active = np.asarray(still, dtype=np.int64)
         if not active.size:
             break
+    bad = np.flatnonzero(high < witness - 1e-9)
+    if bad.size:  # a witness is a completion and high bounds every completion: a defect, not data
+        r = int(bad[0])
+        raise RuntimeError(f"acceptance bounds: row {r}'s witness {witness[r]!r} exceeds its bound {high[r]!r}")
     P, Q = rows.dense(bp, bq)
     return Bracket(witness, high, taken, P, Q)

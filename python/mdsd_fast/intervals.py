@@ -379,8 +379,8 @@ def _bounds(
     p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int, witnesses: bool = False, *, threads: int | None = None
 ) -> tuple[_F, _F, _F, _F, bool]:
     """(low, high, smallest and largest alpha* of the completions tried (NaN where no search ran;
-    ``witnesses`` runs it on every row, and for "iid" the cutting planes of §3.3 too, which can
-    only lower high), batched); ``threads`` goes to every ``optimal_acceptance``."""
+    ``witnesses`` runs it on every row, and for the schemes with an i.i.d. random part ("iid",
+    "greedy", "top<m>+iid") the cutting planes of §3.3 too, which can only lower high), batched); ``threads`` goes to every ``optimal_acceptance``."""
     scheme = check_scheme(scheme)
     n = check_n(n)
     P, Q, V, batched = _parts(p, q)
@@ -421,8 +421,8 @@ def _bounds(
                 pg, qg, n, scheme, m, _top(qg, m) if m else np.zeros(pg.x.shape, bool), steps, threads
             )
             hi[rows] = np.where(fast[rows], hi[rows], h)
-        if witnesses and scheme == "iid":  # bracket the largest alpha* over completions (§3.3)
-            br = iid_max(pl, ql, n, hi, threads=threads)
+        if witnesses and not wor:  # bracket the largest alpha* over completions (§3.3)
+            br = iid_max(pl, ql, n, hi, threads=threads, T=T, m=m)
             whi, hi = np.fmax(whi, br.witness), np.minimum(hi, br.high)
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
     hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)

@@ -39,17 +39,11 @@ inline void remaining_at(const System& s, const int32_t* toks, const int64_t* po
     std::sort(cuts.begin(), cuts.end());
     rs.push_back(0);
     if (max_buckets > 0 && K > 0) {
-        uint64_t kmin = ~uint64_t(0), kmax = 0;
-        for (int64_t k = 0; k < K; ++k) {
-            const uint64_t u = key(toks[k]);
-            kmin = std::min(kmin, u);
-            kmax = std::max(kmax, u);
-        }
-        const int shift = key_shift(kmin, kmax, max_buckets);
+        const KeyBuckets kb = key_buckets(toks, K, p, q, max_buckets);
         std::size_t c = 0;
-        uint64_t prev = (key(toks[0]) - kmin) >> shift;
+        uint64_t prev = kb.of(key(toks[0]));
         for (int64_t k = 1; k < K; ++k) {
-            const uint64_t b = (key(toks[k]) - kmin) >> shift;
+            const uint64_t b = kb.of(key(toks[k]));
             while (c < cuts.size() && cuts[c] < k) ++c;
             if (b != prev || (c < cuts.size() && cuts[c] == k)) rs.push_back(k);
             prev = b;

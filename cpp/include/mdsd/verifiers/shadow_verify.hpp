@@ -132,11 +132,12 @@ inline void build_residual(TupleRow& r) {
         if (r.side[y] == Side::Never) res[y] = r.p[y];
     const int64_t mo = static_cast<int64_t>(r.ct[1].size());
     if (mo > 0) {
-        // the last token takes what is left (remaining() does not judge it): it always joins the tiling
-        (void)remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), mo - 1, nullptr, &r.exact_outer);
+        // the last token takes what is left (remaining() does not judge it): it always joins the
+        // tiling. R: the levels left by the exact prefix, from the pass that finds where it ends.
+        const std::vector<Seg> R =
+            remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), mo - 1, nullptr, &r.exact_outer, true);
         const int64_t e = r.exact_outer, mc = mo - e;
         if (mc > 0) {
-            const std::vector<Seg> R = remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), e);
             std::vector<double> load(static_cast<std::size_t>(mc));
             tile_loads(R, r.cq[1].data() + e, mc, n, load.data());
             for (int64_t k = 0; k < mc; ++k) res[r.ct[1][e + k]] = std::max(0.0, r.cp[1][e + k] - load[k]);

@@ -22,10 +22,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "mdsd/order.hpp"
 #include "mdsd/verifiers/level_windows.hpp"
 
 namespace mdsd::verif::shadow {
@@ -137,29 +137,43 @@ struct EnvelopePass {
         st.push_back({0, T(0)});
     }
     T left(int64_t j) const { return std::max(T(0), T(s.H) - c[j].value()); }  // measure left after j
-    // Enters the next token; returns the x from which its copy leads (the measure left if never).
-    T push(double qk, double pk) {
-        DD<T> cj = c.back(), dj = d.back();
-        cj.add(T(qk));
-        dj.add(T(pk));
-        c.push_back(cj);
-        d.push_back(dj);
-        const int64_t j = static_cast<int64_t>(c.size()) - 1;
-        const T xmax = left(j);
-        T th = 0;
-        while (!st.empty()) {
-            const Act& t = st.back();
-            const Cross<T> h(s, c[t.j].value(), dd_diff(c[j], c[t.j]), dd_diff(d[j], d[t.j]));
-            const T ht = (t.start < xmax) ? h(t.start) : T(1);
-            if (ht >= 0) {  // copy j already leads where copy t.j would start: t.j never leads
-                st.pop_back();
+    // Where the next token's copy would lead from (the measure left if never), and how many copies
+    // of the stack it leaves; nothing changes until commit(), so the levels before the token stay
+    // readable (remaining's stop at the first inexact window).
+    struct Lead {
+        DD<T> c, d;
+        T xmax, th;
+        std::size_t keep;
+    };
+    Lead lead(double qk, double pk) const {
+        Lead l{c.back(), d.back(), T(0), T(0), st.size()};
+        l.c.add(T(qk));
+        l.d.add(T(pk));
+        l.xmax = std::max(T(0), T(s.H) - l.c.value());
+        while (l.keep > 0) {
+            const Act& t = st[l.keep - 1];
+            const Cross<T> h(s, c[t.j].value(), dd_diff(l.c, c[t.j]), dd_diff(l.d, d[t.j]));
+            const T ht = (t.start < l.xmax) ? h(t.start) : T(1);
+            if (ht >= 0) {  // the new copy already leads where copy t.j would start: t.j never leads
+                --l.keep;
                 continue;
             }
-            th = h.root(t.start, ht, xmax);
+            l.th = h.root(t.start, ht, l.xmax);
             break;
         }
-        st.push_back({j, th});
-        return th;
+        return l;
+    }
+    void commit(const Lead& l) {
+        c.push_back(l.c);
+        d.push_back(l.d);
+        st.resize(l.keep);
+        st.push_back({static_cast<int64_t>(c.size()) - 1, l.th});
+    }
+    // Enters the next token; returns the x from which its copy leads (the measure left if never).
+    T push(double qk, double pk) {
+        const Lead l = lead(qk, pk);
+        commit(l);
+        return l.th;
     }
     // The levels left by the tokens entered so far, by ascending level; on_top (optional) receives
     // the copies that own a segment.
@@ -191,18 +205,24 @@ struct EnvelopePass {
 // (optional, for G in the cutting order): the number k of leading tokens whose windows land
 // exactly; copy j is on the envelope at the end of its own prefix's domain iff window j is exact,
 // and from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
+// stop_at_exact (with exact): the levels left before the first token whose window is not exact,
+// i.e. remaining(..., *exact) in the same pass, which stops there.
 template <class T = double>
 std::vector<Seg> remaining(const System& s, const double* q, const double* p, int64_t K,
-                           std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr) {
+                           std::vector<int64_t>* on_top = nullptr, int64_t* exact = nullptr,
+                           bool stop_at_exact = false) {
     EnvelopePass<T> pass(s);
     pass.c.reserve(static_cast<std::size_t>(K) + 1);
     pass.d.reserve(static_cast<std::size_t>(K) + 1);
     if (exact) *exact = -1;
     for (int64_t j = 1; j <= K; ++j) {
-        const T th = pass.push(q[j - 1], p[j - 1]);
-        const T xmax = pass.left(j);
+        const typename EnvelopePass<T>::Lead l = pass.lead(q[j - 1], p[j - 1]);
         // (a token that fills the system, up to rounding of the sums, is not judged)
-        if (exact && *exact < 0 && xmax > 1e-12 * s.H && !(th < xmax)) *exact = j - 1;
+        if (exact && *exact < 0 && l.xmax > 1e-12 * s.H && !(l.th < l.xmax)) {
+            *exact = j - 1;
+            if (stop_at_exact) return pass.segments(on_top);
+        }
+        pass.commit(l);
     }
     if (exact && *exact < 0) *exact = K;
     return pass.segments(on_top);
@@ -216,18 +236,29 @@ struct BucketStats {
 };
 
 // A bucket key of the ratio p / q (q > 0): its bits, monotone in its value for a double >= 0.
-inline uint64_t ratio_key(double p, double q) {
-    const double r = p / q;
-    uint64_t u;
-    std::memcpy(&u, &r, sizeof u);
-    return u;
-}
+inline uint64_t ratio_key(double p, double q) { return key_bits(p / q); }
 
-// The shift that puts keys in [kmin, kmax] into at most max_buckets buckets, (key - kmin) >> shift.
-inline int key_shift(uint64_t kmin, uint64_t kmax, int max_buckets) {
+// Buckets by the leading bits of the ratio keys of toks[0, K) (K > 0): bucket (key - kmin) >> shift,
+// the smallest shift that leaves at most max_buckets of them.
+struct KeyBuckets {
+    uint64_t kmin = 0;
     int shift = 0;
-    while (((kmax - kmin) >> shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++shift;
-    return shift;
+    int64_t count = 1;  // buckets spanned, (kmax - kmin) >> shift + 1
+    uint64_t of(uint64_t key) const { return (key - kmin) >> shift; }
+};
+
+inline KeyBuckets key_buckets(const int32_t* toks, int64_t K, const double* p, const double* q, int max_buckets) {
+    uint64_t kmin = ~uint64_t(0), kmax = 0;
+    for (int64_t k = 0; k < K; ++k) {
+        const uint64_t u = ratio_key(p[toks[k]], q[toks[k]]);
+        kmin = std::min(kmin, u);
+        kmax = std::max(kmax, u);
+    }
+    KeyBuckets b;
+    b.kmin = kmin;
+    while (((kmax - kmin) >> b.shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++b.shift;
+    b.count = static_cast<int64_t>((kmax - kmin) >> b.shift) + 1;
+    return b;
 }
 
 // The bound copy of a bucket (sums Q, P; ratios in [rlo, rhi], rlo < rhi), as its first
@@ -257,16 +288,10 @@ inline std::vector<Seg> remaining_bucketed(const System& s, const int32_t* toks,
         return left;
     }
     auto key = [&](int32_t y) { return ratio_key(p[y], q[y]); };
-    uint64_t kmin = ~uint64_t(0), kmax = 0;
-    for (int64_t k = 0; k < K; ++k) {
-        const uint64_t u = key(toks[k]);
-        kmin = std::min(kmin, u);
-        kmax = std::max(kmax, u);
-    }
-    const int shift = key_shift(kmin, kmax, max_buckets);
-    const int64_t B = static_cast<int64_t>((kmax - kmin) >> shift) + 1;
+    const KeyBuckets kb = key_buckets(toks, K, p, q, max_buckets);
+    const int64_t B = kb.count;
     auto bucket = [&](int32_t y) {  // in the system's cutting order (inner: descending ratio)
-        const int64_t b = static_cast<int64_t>((key(y) - kmin) >> shift);
+        const int64_t b = static_cast<int64_t>(kb.of(key(y)));
         return s.inner ? B - 1 - b : b;
     };
     std::vector<int64_t> start(static_cast<std::size_t>(B) + 1, 0);
