@@ -8,7 +8,7 @@ Rows as bench_wor_route.py (every --step-th shipped row, renormalised; --heldout
 tests/heldout.py seed 0). Per row and form: the best of --reps thread CPU times (ms) of the timed call
 of bench_wor_route.py (default budget), the two forms alternating row by row; also whether the work
 spent, the plan's exact acceptance and alpha* agree (alpha*: the largest difference). Prints
-p50 / p90 / p99 / max per (set, n) for both forms.
+p50 / p90 / p99 / max and the total per (set, n) for both forms.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def main() -> None:
         "held-out": list(zip(hp, hq, strict=True)),
     }
     print(
-        "| rows | n | every prefix (before) p50 / p90 / p99 / max | chord + argmin check (after) | same work | same acc | max abs Δα* |"
+        "| rows | n | every prefix (before) p50 / p90 / p99 / max / total | chord + argmin check (after) | same work | same acc | max abs Δα* |"
     )
     print("|---|---|---|---|---|---|---|")
     for n in [int(x) for x in a.ns.split(",")]:
@@ -75,8 +75,8 @@ def main() -> None:
                 sa += ao == an
                 ds_ = max(ds_, abs(so - sn))
             f = " / ".join
-            po = f(f"{np.percentile(old, x):.1f}" for x in (50, 90, 99, 100))
-            pn = f(f"{np.percentile(new, x):.1f}" for x in (50, 90, 99, 100))
+            po = f([*(f"{np.percentile(old, x):.1f}" for x in (50, 90, 99, 100)), f"{sum(old):.0f}"])
+            pn = f([*(f"{np.percentile(new, x):.1f}" for x in (50, 90, 99, 100)), f"{sum(new):.0f}"])
             print(f"| {name} | {n} | {po} | {pn} | {sw}/{len(old)} | {sa}/{len(old)} | {ds_:.1e} |", flush=True)
 
 
