@@ -135,3 +135,25 @@ def test_verifier_table_is_the_one_source() -> None:
     assert mf.verifiers["spechub"].fixed_n == 2 and mf.verifiers["sd"].fixed_n == 1
     with pytest.raises(ValueError, match="handles n = 2 drafts only"):
         mf.acceptance("spechub", [0.5, 0.3, 0.2], [0.2, 0.3, 0.5], 3)
+
+
+def test_prepare_h_star_matches_the_every_prefix_scan(rows) -> None:
+    """prepare takes H* from the chord scan with its argmin check (session 16) instead of the scan of
+    every prefix the routes were tuned on: the same plan (work spent, exact acceptance) on full held-out
+    rows at n = 3, 4, 8, and alpha* within 1e-12. `wor_prepare_scans_every_prefix` is the old path."""
+    P, Q = rows
+    t = _core._testing
+    for p, q in zip(P[:4], Q[:4], strict=True):
+        for n in (3, 4, 8):
+            got = []
+            for every in (True, False):
+                t.wor_prepare_scans_every_prefix(every)
+                try:
+                    vb = _core.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, 1e7)
+                finally:
+                    t.wor_prepare_scans_every_prefix(False)
+                r = vb.route()
+                got.append((float(r["work"][0]), float(vb.exact(2e8, 1)[0]), float(r["alpha_star"][0])))
+            (w_e, a_e, s_e), (w_c, a_c, s_c) = got
+            assert (w_c, a_c) == (w_e, a_e), (n, got)
+            assert abs(s_c - s_e) <= 1e-12, (n, got)

@@ -15,7 +15,10 @@ LLM row instead of thousands. Checked on rows generated here (seeded; never the 
   to fall back, it returns that scan's answer bit for bit;
 * negative control: the same scan without splitting runs ("ends") misses the minimum by more than
   1e-9 on most of these rows, so they discriminate;
-* the hypothesis behind the chords, q-convexity of Q_wor, in exact arithmetic on small random cases.
+* the hypothesis behind the chords, q-convexity of Q_wor, in exact arithmetic on small random cases;
+* the argmin check ("isolated", what OptimalWor::prepare scans since session 16): its H* is the scan of
+  every prefix's on every row tried, and where it cannot rule out another prefix it is that scan, bit
+  for bit; negative control: the chord scan alone picks another H* on some of these rows.
 """
 
 from __future__ import annotations
@@ -146,6 +149,31 @@ def test_fallback_is_the_scan_of_every_prefix() -> None:
             else:  # no run needed a split: the chord scan's own answer
                 assert abs(a_f - a_e) <= 1e-12
     assert fell >= 12, fell
+
+
+def test_isolated_scan_has_the_every_prefix_argmin() -> None:
+    """The chord scan with its argmin check returns the H* of the scan of every prefix (on F near-ties,
+    alpha* ~ 1, the chord scan alone may pick another prefix whose F differs by rounding): on held-out
+    rows (full and top-k drafts) and heavy-tailed rows with ties and zeros, n = 3, 4, 8."""
+    rng = np.random.default_rng(36)
+    rows = [heldout_row(0, i) for i in (0, 1, 3, 4, 12, 24, 27, 36)]
+    rows += [(*heavy_row(rng, 3000, rep % 5), None) for rep in range(5)]
+    chord_differs = fell = kept = 0
+    for p, q, _ in rows:
+        for n in (3, 4, 8):
+            a_i, k_i, _, fallback = scan(p, q, n, "isolated")
+            a_e, k_e, _, _ = scan(p, q, n, "every")
+            _, k_c, _, _ = scan(p, q, n, "chord")
+            assert k_i == k_e, (n, k_i, k_e)
+            if fallback:
+                assert a_i == a_e
+                fell += 1
+            else:
+                assert abs(a_i - a_e) <= 1e-12
+                kept += 1
+            chord_differs += k_c != k_e
+    assert chord_differs >= 2, chord_differs  # negative control: the rows need the check
+    assert kept >= len(rows), (kept, fell)  # and it keeps the chord scan's H* on most of them
 
 
 def wor_q_exact(q: list[Fraction], H: frozenset[int], n: int) -> Fraction:

@@ -14,6 +14,7 @@
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/pair.hpp"
 #include "mdsd/race/pass.hpp"
+#include "mdsd/verifiers/optimal_wor/route.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -156,15 +157,18 @@ py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
 // reference), "ends" (chords without splitting runs: a wrong scan, for negative controls) or
 // "fallback" (chords, every split point taken as above its chord: the row falls back). p, q as
 // for wor_alpha_race. fallback: the chord scan met a non-convex Q and the row was scanned at every
-// prefix (the count is then that scan's).
+// prefix (the count is then that scan's). "isolated": chords, falling back also when another prefix may tie
+// with the best (argmin_margin, as OptimalWor::prepare scans).
 py::tuple wor_alpha_scan(const F64& p, const F64& q, int n, const std::string& scan, int fine) {
-    if (scan != "chord" && scan != "every" && scan != "fine" && scan != "ends" && scan != "fallback")
-        throw std::invalid_argument("scan: expected 'chord', 'every', 'fine', 'ends' or 'fallback', got '" + scan +
-                                    "'");
+    if (scan != "chord" && scan != "every" && scan != "fine" && scan != "ends" && scan != "fallback" &&
+        scan != "isolated")
+        throw std::invalid_argument("scan: expected 'chord', 'every', 'fine', 'ends', 'fallback' or 'isolated', got '" +
+                                    scan + "'");
     if (fine < 1 || fine > 16) throw std::invalid_argument("fine: must be in 1..16, got " + std::to_string(fine));
     check_wor_race_args(p, q, n);
     mdsd::DualWorkspace ws;
-    ws.chords.enabled = scan == "chord" || scan == "ends" || scan == "fallback";
+    ws.chords.enabled = scan == "chord" || scan == "ends" || scan == "fallback" || scan == "isolated";
+    if (scan == "isolated") ws.chords.argmin_margin = mdsd::race::ChordScan::kArgminMargin;
     ws.chords.split = scan != "ends";
     if (scan == "fallback") ws.chords.convex_slack = -1.0;
     ws.race.defer = scan != "fine";
@@ -191,7 +195,12 @@ void register_testing(py::module_& m) {
           py::arg("fine") = 4,
           "(alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along the scan 'chord' (shipped),\n"
           "'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference), 'ends' (a wrong\n"
-          "scan) or 'fallback' (every split taken as non-convex).");
+          "scan), 'fallback' (every split taken as non-convex) or 'isolated' (chords unless another prefix may tie).");
+    t.def(
+        "wor_prepare_scans_every_prefix", [](bool every) { mdsd::verif::wor::prepare_scans_every_prefix() = every; },
+        py::arg("every"),
+        "every=True: the wor route's prepare finds H* by the scan of every prefix (before session 16), for benches\n"
+        "and tests comparing it with the chord scan and its argmin check (the default, False).");
     t.def(
         "race_pass_keeps_e", [](bool keep) { mdsd::race::pass_keeps_e() = keep; }, py::arg("keep"),
         "keep=True: the checkpointed race pass keeps every token's e (the form before session 14), for benches and\n"

@@ -9,11 +9,15 @@
 // from a checkpoint. The tokens between two integrations join the counts as one tiny batch.
 // Each integrated point must lie below the chord of the run it splits, up to rounding; one that does
 // not (Q not convex as computed) sends the row back to the scan of every prefix (`fallback`).
+// With `argmin_margin` >= 0 the row also goes back when some other prefix's bound (its F if integrated,
+// else its chord or i.i.d. bound) comes within that margin of the best: then the scan of every prefix
+// may pick that prefix by rounding (F ties when alpha* ~ 1), and a caller tuned on its H* wants it.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "mdsd/bits.hpp"
@@ -26,6 +30,7 @@ struct ChordScanResult {
     int64_t k_best = 0;     // the smallest prefix size attaining it among those evaluated
     int64_t evaluated = 0;  // prefixes whose Q was integrated
     bool fallback = false;  // a computed Q above its chord: the caller scans every prefix instead
+    bool ambiguous = false;  // (argmin_margin >= 0) fell back: another prefix may tie with the best
 };
 
 class ChordScan {
@@ -41,6 +46,13 @@ class ChordScan {
     // A computed Q may exceed its chord by rounding and the integral's error (<~1e-12, and smooth in
     // k); more than this is not rounding.
     static constexpr double kConvexSlack = 1e-10;
+    // >= 0: fall back unless k_best is the only prefix whose F may lie within this of the best, so that
+    // the scan of every prefix, on its own rounding, has the same argmin. -1: no check (the chord
+    // scan's own argmin). The two scans' F at one prefix differ by their batching's rounding (at most
+    // 3.1e-14 on the bench rows), and a computed Q departs from convexity by the quadrature's error,
+    // smooth in k: 1e-12 is ~30x the former. Measured, not proved (tests/test_wor_chord_scan.py).
+    double argmin_margin = -1.0;
+    static constexpr double kArgminMargin = 1e-12;
 
     // p, q: the row; ord: the ratio order of the support (K tokens); lam[k] = q(outside H_k);
     // lb_sufmin[k] = min_{j >= k} LB(j), LB(j) = P_j - S_j^n; race: reset for prefixes up to k_max
@@ -51,6 +63,7 @@ class ChordScan {
         lam_ = lam;
         race_ = &race;
         res_ = ChordScanResult{};
+        known_.clear();
         // The order's masses once, contiguous: every later pass reads them in order. P_k and LB(k) are
         // the running sums of dual_prefix (the same bits).
         qs_.resize(k_max);
@@ -95,6 +108,10 @@ class ChordScan {
         P = Pk_[a];
         for (int64_t k = a; k < K; ++k) P += p[ord[k]];
         offer(P - 1.0, K);
+        if (argmin_margin >= 0.0 && !res_.fallback && !isolated(std::min<int64_t>(n - 1, k_max), a, K, lb_sufmin)) {
+            res_.fallback = true;
+            res_.ambiguous = true;
+        }
         last = res_;
         return res_;
     }
@@ -107,6 +124,7 @@ class ChordScan {
     std::vector<double> qs_, Pk_, lb_;        // q of order[k]; P and LB of the prefix of size k
     std::vector<std::vector<double>> slots_;  // race counts at the run's ends and at split points
     std::vector<int64_t> slot_g_;
+    std::vector<std::pair<int64_t, double>> known_;  // (k, Q) of every integrated prefix, in scan order
 
     void offer(double F, int64_t k) {
         if (F < res_.best || (F == res_.best && k < res_.k_best)) {
@@ -118,7 +136,36 @@ class ChordScan {
         const double Q = race_->value(0.0, lam_[k]);
         ++res_.evaluated;
         offer(Pk_[k] - Q, k);
+        known_.emplace_back(k, Q);
         return Q;
+    }
+    // Whether every prefix but k_best has a bound on F above best + argmin_margin: the sizes below n
+    // (F = P), the integrated ones (their F), those between two integrated ones or after a0 (Q = 0)
+    // (the larger of the chord and the i.i.d. bound, with the chords refine() uses), and those after
+    // the scan's end a_end (lb_sufmin, which also holds F(K) = P_K - 1; a row whose best is K goes back).
+    bool isolated(int64_t a0, int64_t a_end, int64_t K, const double* lb_sufmin) {
+        const double lim = res_.best + argmin_margin;
+        const int64_t kb = res_.k_best;
+        if (kb != 0 && 0.0 <= lim) return false;  // F(0) = 0
+        for (int64_t k = 1; k <= a0; ++k)
+            if (k != kb && Pk_[k] <= lim) return false;
+        std::sort(known_.begin(), known_.end());
+        int64_t a = a0;
+        double Qa = 0.0;
+        for (const auto& [b, Qb] : known_) {
+            if (b != kb && Pk_[b] - Qb <= lim) return false;
+            double run_q = 0.0;
+            for (int64_t k = a; k < b; ++k) run_q += qs_[k];
+            const double slope = (Qb - Qa) / run_q;
+            double s = 0.0;
+            for (int64_t k = a + 1; k < b; ++k) {
+                s += qs_[k - 1];
+                if (k != kb && std::max(lb_[k], Pk_[k] - (Qa + s * slope)) <= lim) return false;
+            }
+            a = b;
+            Qa = Qb;
+        }
+        return kb != K && (a_end + 1 > K || lb_sufmin[a_end + 1] > lim);
     }
     // The race's counts (flushed: right after a value()) into / from slot s.
     void save(std::size_t s) {

@@ -198,6 +198,12 @@ inline std::string fmt_g(double x) {
     return buf;
 }
 
+// true: prepare scans every prefix for H* as before session 16 (benches and tests comparing the two).
+inline bool& prepare_scans_every_prefix() {
+    static bool every = false;
+    return every;
+}
+
 struct OptimalWor {
     using Plan = wor::Plan;
 
@@ -206,9 +212,12 @@ struct OptimalWor {
         Plan pl;
         pl.init(p, q, V, n, Drafter::Wor);
         DualWorkspace ws;
-        // H* from the scan of every prefix: on rows where F ties its minimum within rounding (alpha*
-        // ~ 1) the chord scan may pick another, equally good prefix, and the routes were tuned on these.
-        ws.chords.enabled = false;
+        // H* of the scan of every prefix: on rows where F ties its minimum within rounding (alpha* ~ 1)
+        // the chord scan may pick another, equally good prefix, and the routes were tuned on that H*. So
+        // the chord scan's H* is taken only when no other prefix comes near its F, else every prefix
+        // is scanned (race/chord_scan.hpp, argmin_margin). alpha* is then the chord scan's (~1e-14 off).
+        ws.chords.argmin_margin = race::ChordScan::kArgminMargin;
+        ws.chords.enabled = !prepare_scans_every_prefix();
         const DualResult dr = dual_prefix(p, q, V, n, Scheme::Wor, WorMethod::Auto, ws);
         pl.alpha_star = dr.alpha;
         const std::vector<int32_t> sup = ws.order;  // supp q by ascending p/q; H* = its first k_star
