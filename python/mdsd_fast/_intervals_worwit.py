@@ -48,6 +48,13 @@ class Witness(NamedTuple):
     nD: _I  #: tokens of D used as columns (the lowest ids of D, say: D is symmetric)
 
 
+class _Side(NamedTuple):
+    """One side's unseen mass and cap per row of a group."""
+
+    u: _F
+    t: _F
+
+
 def _fill(free: _B, u: _F, t: _F, key: _F) -> _F:
     """Each row's unseen mass u at its cap t on the free columns in increasing ``key`` (a vertex)."""
     order = np.argsort(np.where(free, key, np.inf), axis=1, kind="stable")
@@ -193,8 +200,3 @@ def wor_witness(pl: Any, ql: Any, n: int, seed: int = 0, threads: int | None = N
         for j, r in enumerate(rows.tolist()):
             out_p[r], out_q[r] = xp[j, : width[r]], xq[j, : width[r]]
     return Witness(witness, out_p, out_q, nD)
-
-
-class _Side(NamedTuple):
-    u: _F
-    t: _F
