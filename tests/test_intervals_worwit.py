@@ -8,11 +8,16 @@ docs/intervals.md §3.4).
 * On V = 6 it reaches the best completion of a grid (every split of each side's unseen mass in
   steps of u/10) within ``GRID_TOL`` on every row; negative control: the starts alone (no moves)
   fall short of the grid on some row, so the grid check can tell a weak search.
+* The cap-aware Q_min lemma on a grid, and the cap-aware bound (``_intervals_worcap``): never below
+  a completion's alpha*_wor, below high on some rows, equal on V = 6 to the minimum over all 2^6
+  sets; negative controls (a fill at twice the cap, pieces at a quarter of it).
 
 Rows are generated here (tests/test_intervals_tight.py's generator and a V = 40 one), not shipped data.
 """
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -172,3 +177,20 @@ def test_cap_aware_high_is_valid_and_lowers_high(gen: str, n: int, monkeypatch: 
     right = wc.pieces
     monkeypatch.setattr(wc, "pieces", lambda f, t, most=wc.CAP_PIECES: right(f, t / 4, 4 * most))
     assert np.any(wc.wor_cap_high(pl, ql, n) < w - 1e-6)
+
+
+def test_cap_aware_family_is_the_minimum_over_every_h() -> None:
+    """On V = 6 the structured sets give the minimum over all 2^6 sets H of the cap-aware cut bound
+    (Q of the fill at the cap, by enumeration), capped by the function's high."""
+    n = 2
+    p, q = rows(21, 12)
+    fam = np.minimum(wc.wor_cap_high(*layout(p, q), n), iv._bounds(p, q, n, "wor", 0)[1] - iv.BOUND_SLACK)
+    for r in range(p.shape[0]):
+        x, y = p[r], q[r]
+        pu, pt = 1 - x.sum(), x[x > 0].min()
+        best = np.inf
+        for bits in itertools.product([False, True], repeat=x.size):
+            H = np.array(bits)
+            p_max = x[H].sum() + min(pu, pt * (H & (x == 0)).sum())
+            best = min(best, 1 + p_max - q_wor(cap_fill(y, H), H, n))
+        assert abs(fam[r] - min(best, 1.0)) <= 2e-9, (r, fam[r], best)
