@@ -40,6 +40,8 @@ from ._intervals_sparse import (
 )
 from ._intervals_tight import iid_max
 from ._intervals_wor import wor_high, wor_high_rows, wor_low
+from ._intervals_worcap import wor_cap_high
+from ._intervals_worwit import wor_witness
 from ._validate import _as_float_array, _sampled, check_n, check_scheme, check_threads, mixed_parts
 from .bound import optimal_acceptance
 from .sparse import is_sparse
@@ -424,6 +426,9 @@ def _bounds(
         if witnesses and not wor:  # bracket the largest alpha* over completions (§3.3)
             br = iid_max(pl, ql, n, hi, threads=threads, T=T, m=m)
             whi, hi = np.fmax(whi, br.witness), np.minimum(hi, br.high)
+        if witnesses and scheme == "wor":  # bracket the largest alpha*_wor: a local search, the caps (§3.4-3.5)
+            whi = np.fmax(whi, wor_witness(pl, ql, n, threads=threads).witness)
+            hi = np.minimum(hi, wor_cap_high(pl, ql, n, threads=threads))
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
     hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)
     return lo, hi, wlo, whi, batched
