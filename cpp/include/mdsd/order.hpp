@@ -17,8 +17,10 @@
 namespace mdsd {
 
 struct OrderWorkspace {
-    std::vector<uint64_t> keys, keys_tmp;
-    std::vector<int32_t> idx, idx_tmp;
+    std::vector<uint64_t> keys;
+    std::vector<int32_t> idx;
+    std::vector<uint64_t> packed, packed_tmp;  // ratio_order's (key, position) words
+    uint64_t key_lo = 0, key_hi = 0;             // the smallest and largest of keys[0, K)
 };
 
 // The sort key of a ratio r >= 0: its IEEE bits, which order like r.
@@ -29,17 +31,22 @@ inline uint64_t key_bits(double r) {
 }
 
 // Fills ws.keys[0, K) and ws.idx[0, K) with the ratio keys of the support of q (q > 0), in token
-// order: the IEEE bits of p / q (or of p / (q 2^64), see below: the same order). Returns K.
+// order: the IEEE bits of p / q (or of p / (q 2^64), see below: the same order), and their range
+// in ws.key_lo, ws.key_hi. Returns K.
 inline int64_t ratio_keys(const double* p, const double* q, int64_t V, OrderWorkspace& ws) {
     ws.keys.resize(V);
     ws.idx.resize(V);
     int64_t K = 0;
     bool overflow = false;
+    uint64_t lo = ~uint64_t{0}, hi = 0;
     for (int64_t i = 0; i < V; ++i) {
         if (q[i] > 0.0) {
             const double r = p[i] / q[i];
             overflow |= r > std::numeric_limits<double>::max();
-            ws.keys[K] = key_bits(r);
+            const uint64_t k = key_bits(r);
+            lo = std::min(lo, k);
+            hi = std::max(hi, k);
+            ws.keys[K] = k;
             ws.idx[K] = static_cast<int32_t>(i);
             ++K;
         }
@@ -49,58 +56,114 @@ inline int64_t ratio_keys(const double* p, const double* q, int64_t V, OrderWork
     // is common and exact, and at most 2e323 / 2^64 ~ 1e304. Ratios below ~1e-304 (p < 1e-304)
     // may tie at 0 instead; their p is too small to move alpha*.
     if (overflow) {
+        lo = ~uint64_t{0}, hi = 0;
         for (int64_t j = 0; j < K; ++j) {
             const int32_t i = ws.idx[j];
-            ws.keys[j] = key_bits(p[i] / std::ldexp(q[i], 64));
+            const uint64_t k = key_bits(p[i] / std::ldexp(q[i], 64));
+            lo = std::min(lo, k);
+            hi = std::max(hi, k);
+            ws.keys[j] = k;
         }
     }
+    ws.key_lo = lo;
+    ws.key_hi = hi;
     return K;
 }
 
-// Fills `order` with the support of q (q > 0) sorted by ascending p/q. Returns its length K.
-inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWorkspace& ws,
-                           std::vector<int32_t>& order) {
-    const int64_t K = ratio_keys(p, q, V, ws);
-    order.resize(K);
-    if (K < 256) {
-        // Small supports: a comparison sort beats the radix passes.
-        std::vector<int32_t> pos(K);
-        for (int64_t i = 0; i < K; ++i) pos[i] = static_cast<int32_t>(i);
-        std::stable_sort(pos.begin(), pos.end(), [&](int32_t a, int32_t b) { return ws.keys[a] < ws.keys[b]; });
-        for (int64_t i = 0; i < K; ++i) order[i] = ws.idx[pos[i]];
-        return K;
-    }
-    constexpr int kBits = 11, kBuckets = 1 << kBits, kPasses = 6;  // 6 x 11 bits >= 64
-    std::array<std::array<uint32_t, kBuckets>, kPasses> hist{};
-    for (int64_t i = 0; i < K; ++i) {
-        uint64_t k = ws.keys[i];
-        for (int d = 0; d < kPasses; ++d) ++hist[d][(k >> (d * kBits)) & (kBuckets - 1)];
-    }
-    ws.keys_tmp.resize(K);
-    ws.idx_tmp.resize(K);
-    uint64_t* ks = ws.keys.data();
-    int32_t* is = ws.idx.data();
-    uint64_t* kd = ws.keys_tmp.data();
-    int32_t* id = ws.idx_tmp.data();
+namespace order_detail {
+
+inline int bit_width(uint64_t x) { return x ? 64 - __builtin_clzll(x) : 0; }
+
+// Stable LSD radix sort of u[0, K) by its bits [lo_bit, lo_bit + kPasses x kBits), tmp as scratch,
+// given the histograms of its digits. Returns the buffer that holds the result.
+constexpr int kBits = 11, kBuckets = 1 << kBits, kPasses = 3, kKeyBits = kPasses * kBits;
+static_assert(kKeyBits + 31 <= 64, "a word holds the key bits and a 31-bit position");
+using Hist = std::array<std::array<uint32_t, kBuckets>, kPasses>;
+inline uint64_t* lsd_sort(uint64_t* u, uint64_t* tmp, int64_t K, int lo_bit, Hist& hist) {
     for (int d = 0; d < kPasses; ++d) {
         auto& h = hist[d];
+        const int sh = lo_bit + d * kBits;
         // A digit shared by every key leaves the order unchanged: skip the pass.
-        if (h[(ks[0] >> (d * kBits)) & (kBuckets - 1)] == static_cast<uint32_t>(K)) continue;
+        if (h[(u[0] >> sh) & (kBuckets - 1)] == static_cast<uint32_t>(K)) continue;
         uint32_t sum = 0;
         for (int b = 0; b < kBuckets; ++b) {
-            uint32_t c = h[b];
+            const uint32_t c = h[b];
             h[b] = sum;
             sum += c;
         }
-        for (int64_t i = 0; i < K; ++i) {
-            uint32_t dst = h[(ks[i] >> (d * kBits)) & (kBuckets - 1)]++;
-            kd[dst] = ks[i];
-            id[dst] = is[i];
-        }
-        std::swap(ks, kd);
-        std::swap(is, id);
+        for (int64_t i = 0; i < K; ++i) tmp[h[(u[i] >> sh) & (kBuckets - 1)]++] = u[i];
+        std::swap(u, tmp);
     }
-    std::memcpy(order.data(), is, K * sizeof(int32_t));
+    return u;
+}
+
+// u[a, b): words of equal truncated key, in token order. Puts them in (full key, token) order.
+inline void sort_run(uint64_t* u, int64_t a, int64_t b, const uint64_t* key, uint64_t jmask) {
+    auto k = [&](int64_t t) { return key[u[t] & jmask]; };
+    int64_t t = a + 1;
+    while (t < b && k(t - 1) <= k(t)) ++t;
+    if (t == b) return;  // already in order (exact ties: the common case)
+    if (b - a <= 32) {
+        for (; t < b; ++t) {  // insertion sort, stable: moves only past strictly larger keys
+            const uint64_t w = u[t], kw = key[w & jmask];
+            int64_t i = t;
+            for (; i > a && key[u[i - 1] & jmask] > kw; --i) u[i] = u[i - 1];
+            u[i] = w;
+        }
+        return;
+    }
+    std::sort(u + a, u + b, [&](uint64_t x, uint64_t y) {
+        const uint64_t kx = key[x & jmask], ky = key[y & jmask];
+        return kx < ky || (kx == ky && x < y);
+    });
+}
+
+}  // namespace order_detail
+
+// Fills `order` with the support of q (q > 0) sorted by ascending p/q, ties in token order (a
+// stable sort of the keys). Returns its length K.
+//
+// Each key's top bits above the smallest key, (key - min) >> drop, are packed with its position j
+// in the support into one 64-bit word, and the words are radix-sorted on the key part only: 3
+// passes on 8-byte items (the full key took 6 on 12-byte items), stable, so ties stay in token
+// order. drop is the fewest low key bits that make the varying bits fit in 33. Words whose
+// truncated keys tie (ratios equal, or agreeing to ~2^-(33 - log2 of the exponent span)) are then
+// put in full-key order within their run, ties kept in token order: exactly the stable order.
+inline int64_t ratio_order(const double* p, const double* q, int64_t V, OrderWorkspace& ws,
+                           std::vector<int32_t>& order) {
+    using namespace order_detail;
+    const int64_t K = ratio_keys(p, q, V, ws);
+    order.resize(K);
+    if (K == 0) return 0;
+    const uint64_t* key = ws.keys.data();
+    const uint64_t lo = ws.key_lo, hi = ws.key_hi;
+    // Small supports: a comparison sort of the words (distinct: any sort is the stable one) beats
+    // the radix passes, and can keep every key bit the word has room for.
+    const bool radix = K >= 256;
+    const int jbits = bit_width(static_cast<uint64_t>(K - 1));  // <= 31
+    const int drop = std::max(0, bit_width(hi - lo) - (radix ? kKeyBits : 64 - jbits));
+    ws.packed.resize(K);
+    ws.packed_tmp.resize(K);
+    uint64_t* u = ws.packed.data();
+    if (radix) {
+        Hist hist{};  // the digits' histograms, taken as the words are made
+        for (int64_t j = 0; j < K; ++j) {
+            const uint64_t t = (key[j] - lo) >> drop;
+            u[j] = t << jbits | static_cast<uint64_t>(j);
+            for (int d = 0; d < kPasses; ++d) ++hist[d][(t >> (d * kBits)) & (kBuckets - 1)];
+        }
+        u = lsd_sort(u, ws.packed_tmp.data(), K, jbits, hist);
+    } else {
+        for (int64_t j = 0; j < K; ++j) u[j] = ((key[j] - lo) >> drop) << jbits | static_cast<uint64_t>(j);
+        std::sort(u, u + K);
+    }
+    const uint64_t jmask = (uint64_t{1} << jbits) - 1;
+    if (drop > 0)
+        for (int64_t a = 0, b; a < K; a = b) {
+            for (b = a + 1; b < K && (u[b] >> jbits) == (u[a] >> jbits);) ++b;
+            if (b - a > 1) sort_run(u, a, b, key, jmask);
+        }
+    for (int64_t t = 0; t < K; ++t) order[t] = ws.idx[u[t] & jmask];
     return K;
 }
 
