@@ -90,7 +90,7 @@ def _move(rng: np.random.Generator, x: _F, free: _B, t: float, H: _B, side: int,
     d = min(step * t, x[i], t - x[j])
     if d <= 0:
         return None
-    y = x.copy()
+    y: _F = np.array(x, dtype=np.float64)
     y[i] -= d
     y[j] += d
     return y
@@ -111,7 +111,8 @@ def _search(
             starts.append((p0 + _fill(fp, pu, pt, kp), q0 + _fill(fq, qu, qt, kq)))
     flat = [x0 + np.where(f, (u / np.maximum(f.sum(1), 1))[:, None], 0.0) for x0, f, u in ((p0, fp, pu), (q0, fq, qu))]
     ok = np.all((flat[0] - p0 <= pt[:, None]) & (flat[1] - q0 <= qt[:, None]), axis=1)  # within the caps
-    starts.append(tuple(np.where(ok[:, None], f, s) for f, s in zip(flat, starts[0], strict=True)))
+    fs = [np.asarray(np.where(ok[:, None], f, s), dtype=np.float64) for f, s in zip(flat, starts[0], strict=True)]
+    starts.append((fs[0], fs[1]))
     a, c = _alpha(np.concatenate([s[0] for s in starts]), np.concatenate([s[1] for s in starts]), n, threads)
     a, best = a.reshape(len(starts), R), np.argmax(a.reshape(len(starts), R), axis=0)
     wit = a[best, np.arange(R)]
