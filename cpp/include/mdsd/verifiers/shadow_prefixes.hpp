@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <vector>
 
@@ -22,28 +23,37 @@
 
 namespace mdsd::verif::shadow {
 
-// levels[k] = remaining(s, q and p of toks[0, pos[k]), pos[k]) for k < m, by ascending level.
-// toks: the system's tokens in cutting order; pos: any positions (repeats allowed).
+using SegmentDepth = std::function<int64_t(int, const std::vector<Seg>&)>;
+
+// levels[k] = remaining(s, cq, cp, pos[k]) for k < m, by ascending level. cq, cp: the q and p of
+// the system's tokens in cutting order (make_row's copies); pos: any positions (repeats allowed).
 // max_buckets <= 0: no bound copies (every token entered, one pass). every_read = false (the tests'
 // negative control) refines only from the deepest read, which leaves bound copies on shallower ones.
-inline void remaining_at(const System& s, const int32_t* toks, const int64_t* pos, int m, const double* p,
-                         const double* q, int max_buckets, std::vector<std::vector<Seg>>& levels,
-                         BucketStats* stats = nullptr, bool every_read = true) {
+//
+// depth (optional): depth(k, levels[k]) = how many segments of read k, counted from the end the
+// system cuts from (outer: the top; inner: the bottom), must be exact, or -1 for all of them. Only
+// bound copies owning those segments are refined: where a real copy owns the envelope of the bound
+// copies, that envelope equals the exact one (the bound copies lie on the far side of every copy of
+// their bucket), so a window cut within them is the exact window. The rest of the read is only a
+// bound. The envelope's stack runs from the other end, so those segments are its last ones.
+inline void remaining_at(const System& s, const double* cq, const double* cp, const int64_t* pos, int m,
+                         int max_buckets, std::vector<std::vector<Seg>>& levels, BucketStats* stats = nullptr,
+                         bool every_read = true, const SegmentDepth& depth = nullptr) {
     levels.assign(static_cast<std::size_t>(m), {});
     int64_t K = 0;
     for (int k = 0; k < m; ++k) K = std::max(K, pos[k]);
     // runs [rs[u], rs[u + 1]) of consecutive positions below K
     std::vector<int64_t> rs;
-    auto key = [&](int32_t y) { return ratio_key(p[y], q[y]); };
+    auto key = [&](int64_t k) { return ratio_key(cp[k], cq[k]); };
     std::vector<int64_t> cuts(pos, pos + m);
     std::sort(cuts.begin(), cuts.end());
     rs.push_back(0);
     if (max_buckets > 0 && K > 0) {
-        const KeyBuckets kb = key_buckets(toks, K, p, q, max_buckets);
+        const KeyBuckets kb = key_buckets_of(K, key, max_buckets);
         std::size_t c = 0;
-        uint64_t prev = kb.of(key(toks[0]));
+        uint64_t prev = kb.of(key(0));
         for (int64_t k = 1; k < K; ++k) {
-            const uint64_t b = kb.of(key(toks[k]));
+            const uint64_t b = kb.of(key(k));
             while (c < cuts.size() && cuts[c] < k) ++c;
             if (b != prev || (c < cuts.size() && cuts[c] == k)) rs.push_back(k);
             prev = b;
@@ -61,10 +71,9 @@ inline void remaining_at(const System& s, const int32_t* toks, const int64_t* po
     std::vector<double> Q(U, 0.0), P(U, 0.0), rlo(U, std::numeric_limits<double>::infinity()), rhi(U, 0.0);
     for (int64_t u = 0; u < U; ++u)
         for (int64_t k = rs[u]; k < rs[u + 1]; ++k) {
-            const int32_t y = toks[k];
-            Q[u] += q[y];
-            P[u] += p[y];
-            const double r = p[y] / q[y];
+            Q[u] += cq[k];
+            P[u] += cp[k];
+            const double r = cp[k] / cq[k];
             rlo[u] = std::min(rlo[u], r);
             rhi[u] = std::max(rhi[u], r);
         }
@@ -90,18 +99,22 @@ inline void remaining_at(const System& s, const int32_t* toks, const int64_t* po
                 top.clear();
                 levels[by_pos[r]] = pass.segments(&top);
                 if (!every_read && r + 1 < m) continue;
-                for (const int64_t j : top)
+                const int64_t d = depth ? depth(by_pos[r], levels[by_pos[r]]) : -1;
+                const std::size_t from = d < 0 ? 0 : top.size() - std::min<std::size_t>(top.size(), d);
+                for (std::size_t i = from; i < top.size(); ++i) {
+                    const int64_t j = top[i];
                     if (bound_of[j] >= 0 && !refine[bound_of[j]]) {
                         refine[bound_of[j]] = 1;
                         again = true;
                     }
+                }
             }
         };
         for (int64_t u = 0; u < U; ++u) {
             read_up_to(rs[u]);
             if (refine[u] || !(rhi[u] > rlo[u])) {  // one ratio: every inner copy lies on the chord
                 if (refine[u])
-                    for (int64_t k = rs[u]; k < rs[u + 1]; ++k) put(q[toks[k]], p[toks[k]], -1);
+                    for (int64_t k = rs[u]; k < rs[u + 1]; ++k) put(cq[k], cp[k], -1);
                 else put(Q[u], P[u], -1);
                 continue;
             }

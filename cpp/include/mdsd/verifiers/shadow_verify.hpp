@@ -157,10 +157,52 @@ struct TupleRace {
     bool untouched = false;    // negative control for the tests: cut every window from the untouched levels
     int buckets = 0;           // > 0: the levels before a draft by remaining_bucketed (no sort of the set)
     bool one_pass = true;      // all of a system's drafts from one pass (remaining_at); false: a pass per draft
+    bool local = true;         // one_pass: refine only the bound copies under a draft's window (its depth)
+    int depth_margin = 2;      // segments window_depth counts past the farthest the window reads from, plus
+                               // one (fewer: the tests' negative control)
     std::vector<std::vector<Seg>> pre[2];  // one_pass: the levels before each draft k of system s
     std::vector<int64_t> at_pos[2];
-    std::vector<int> slot;  // draft k -> its read in pre[its system]
+    std::vector<int> slot;         // draft k -> its read in pre[its system]
+    std::vector<int> draft_of[2];  // a read of system s -> its draft
+    level::Levels scratch;         // window_depth's trial cut
+    std::vector<Seg> cut;
 };
+
+// The levels a draft of system s at cutting position kpre is cut from: iv, by ascending level, as
+// take_window wants them (iv.back(): the end the cut starts from).
+inline void window_levels(const TupleRow& r, int s, int64_t kpre, std::vector<Seg>&& iv, level::Levels& L) {
+    L.n = r.n;
+    L.from_bottom = s == 0;
+    L.iv = std::move(iv);
+    if (s == 0) std::reverse(L.iv.begin(), L.iv.end());
+    L.total = r.total[s][kpre];
+}
+
+// How many segments of the levels lv, from the end the cut starts from, draft y's window reads
+// (remaining_at's depth): up to the farthest one its window takes from, and the next, whose
+// boundary ends that one; -1: all (the system's last token, or a window as large as what is left).
+inline int64_t window_depth(const TupleRow& r, int s, int32_t y, const std::vector<Seg>& lv, TupleRace& w) {
+    const int64_t j = r.at[y], m = static_cast<int64_t>(lv.size());
+    if (j + 1 == static_cast<int64_t>(r.cq[s].size())) return -1;
+    window_levels(r, s, j, std::vector<Seg>(lv), w.scratch);
+    if (!(r.q[y] < w.scratch.total)) return -1;
+    w.cut.clear();
+    level::take_window(w.scratch, r.q[y], r.p[y], s == 0 ? +1 : -1, false, w.cut);
+    if (w.cut.empty()) return -1;
+    int64_t idx;
+    if (s == 0) {  // from the bottom: the segment holding the highest piece end
+        double far = w.cut[0].hi;
+        for (const Seg& g : w.cut) far = std::max(far, g.hi);
+        idx = std::lower_bound(lv.begin(), lv.end(), far, [](const Seg& g, double v) { return g.hi < v; }) - lv.begin();
+    } else {  // from the top: the segment holding the lowest piece end
+        double far = w.cut[0].lo;
+        for (const Seg& g : w.cut) far = std::min(far, g.lo);
+        const int64_t i =
+            std::upper_bound(lv.begin(), lv.end(), far, [](double v, const Seg& g) { return v < g.lo; }) - lv.begin();
+        idx = m - i;
+    }
+    return std::max<int64_t>(0, idx + w.depth_margin);
+}
 
 // Cuts the windows of tuple t's drafts in the system that handles it.
 inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
@@ -184,10 +226,20 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
             w.slot[k] = static_cast<int>(w.at_pos[s].size());
             w.at_pos[s].push_back(w.untouched ? 0 : r.at[w.toks[k]]);
         }
-        for (int s = 0; s < 2; ++s)
-            if (!w.at_pos[s].empty())
-                remaining_at(r.sys[s], r.ct[s].data(), w.at_pos[s].data(), static_cast<int>(w.at_pos[s].size()), r.p,
-                             r.q, w.buckets, w.pre[s]);
+        for (int s = 0; s < 2; ++s) {
+            if (w.at_pos[s].empty()) continue;
+            w.draft_of[s].assign(w.at_pos[s].size(), -1);
+            for (int k = 0; k < w.m; ++k)
+                if (w.slot[k] >= 0 && r.side[w.toks[k]] == (s == 0 ? Side::Inner : Side::Outer))
+                    w.draft_of[s][w.slot[k]] = k;
+            SegmentDepth depth;
+            if (w.local && !w.untouched)
+                depth = [&](int rd, const std::vector<Seg>& lv) {
+                    return window_depth(r, s, w.toks[w.draft_of[s][rd]], lv, w);
+                };
+            remaining_at(r.sys[s], r.cq[s].data(), r.cp[s].data(), w.at_pos[s].data(),
+                         static_cast<int>(w.at_pos[s].size()), w.buckets, w.pre[s], nullptr, true, depth);
+        }
     }
     for (int k = 0; k < w.m; ++k) {
         const int32_t y = w.toks[k];
@@ -199,14 +251,12 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
         const int s = r.side[y] == Side::Inner ? 0 : 1;
         const int64_t j = r.at[y], kpre = w.untouched ? 0 : j;
         level::Levels L;
-        L.n = r.n;
-        L.from_bottom = s == 0;
-        if (w.one_pass) L.iv = std::move(w.pre[s][w.slot[k]]);
+        if (w.one_pass) window_levels(r, s, kpre, std::move(w.pre[s][w.slot[k]]), L);
         else
-            L.iv = w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
-                                 : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre);
-        if (s == 0) std::reverse(L.iv.begin(), L.iv.end());  // iv.back(): the end the cut starts from
-        L.total = r.total[s][kpre];
+            window_levels(r, s, kpre,
+                          w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
+                                        : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre),
+                          L);
         out.clear();
         const bool last = j + 1 == static_cast<int64_t>(r.cq[s].size());
         level::take_window(L, r.q[y], r.p[y], s == 0 ? +1 : -1, last, out);
