@@ -23,22 +23,28 @@
 
 namespace mdsd::verif::shadow {
 
-using SegmentDepth = std::function<int64_t(int, const std::vector<Seg>&)>;
+// Segments of a read that must be exact: indices [from, to) counted from the end the system cuts
+// from (outer: the top; inner: the bottom); to < 0: up to the other end.
+struct NeedRange {
+    int64_t from, to;
+};
+using SegmentNeed = std::function<void(int, const std::vector<Seg>&, std::vector<NeedRange>&)>;
 
 // levels[k] = remaining(s, cq, cp, pos[k]) for k < m, by ascending level. cq, cp: the q and p of
 // the system's tokens in cutting order (make_row's copies); pos: any positions (repeats allowed).
 // max_buckets <= 0: no bound copies (every token entered, one pass). every_read = false (the tests'
 // negative control) refines only from the deepest read, which leaves bound copies on shallower ones.
 //
-// depth (optional): depth(k, levels[k]) = how many segments of read k, counted from the end the
-// system cuts from (outer: the top; inner: the bottom), must be exact, or -1 for all of them. Only
-// bound copies owning those segments are refined: where a real copy owns the envelope of the bound
-// copies, that envelope equals the exact one (the bound copies lie on the far side of every copy of
-// their bucket), so a window cut within them is the exact window. The rest of the read is only a
-// bound. The envelope's stack runs from the other end, so those segments are its last ones.
+// need (optional): need(k, levels[k], ranges) lists the segments of read k that must be exact
+// (none listed: all of them). Only bound copies owning those segments are refined: where a real
+// copy owns the envelope of the bound copies, that envelope equals the exact one (the bound copies
+// lie on the far side of every copy of their bucket), so whatever is read there is exact. The rest
+// of the read is only a bound. bound (optional): per read, by ascending level, whether a bound
+// copy owns each segment.
 inline void remaining_at(const System& s, const double* cq, const double* cp, const int64_t* pos, int m,
                          int max_buckets, std::vector<std::vector<Seg>>& levels, BucketStats* stats = nullptr,
-                         bool every_read = true, const SegmentDepth& depth = nullptr) {
+                         bool every_read = true, const SegmentNeed& need = nullptr,
+                         std::vector<std::vector<char>>* bound = nullptr) {
     levels.assign(static_cast<std::size_t>(m), {});
     int64_t K = 0;
     for (int k = 0; k < m; ++k) K = std::max(K, pos[k]);
@@ -66,6 +72,7 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
     if (K == 0) {
         for (int k = 0; k < m; ++k)
             if (s.H > 0.0) levels[k].push_back({s.lo, s.lo + s.H});
+        if (bound) bound->assign(static_cast<std::size_t>(m), std::vector<char>(s.H > 0.0 ? 1 : 0, 0));
         return;
     }
     std::vector<double> Q(U, 0.0), P(U, 0.0), rlo(U, std::numeric_limits<double>::infinity()), rhi(U, 0.0);
@@ -82,6 +89,8 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
     for (int k = 0; k < m; ++k) by_pos[k] = k;
     std::sort(by_pos.begin(), by_pos.end(), [&](int a, int b) { return pos[a] < pos[b]; });
     std::vector<char> refine(U, 0);
+    std::vector<NeedRange> ranges;
+    if (bound) bound->assign(static_cast<std::size_t>(m), {});
     std::vector<int64_t> bound_of, top;  // copy index -> the run whose bound copy it is, or -1
     int rounds = 0;
     for (bool again = true; again;) {
@@ -97,15 +106,28 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
         auto read_up_to = [&](int64_t at) {
             for (; r < m && pos[by_pos[r]] <= at; ++r) {
                 top.clear();
-                levels[by_pos[r]] = pass.segments(&top);
+                const int rd = by_pos[r];
+                levels[rd] = pass.segments(&top);
+                // top: the owners in stack order, which runs from the other end (the end the
+                // envelope is measured from), so segment e from the cutting end is top[T - 1 - e]
+                const int64_t T = static_cast<int64_t>(top.size());
+                if (bound) {
+                    std::vector<char>& f = (*bound)[rd];
+                    f.resize(static_cast<std::size_t>(T));
+                    for (int64_t i = 0; i < T; ++i) f[s.inner ? T - 1 - i : i] = bound_of[top[i]] >= 0;
+                }
                 if (!every_read && r + 1 < m) continue;
-                const int64_t d = depth ? depth(by_pos[r], levels[by_pos[r]]) : -1;
-                const std::size_t from = d < 0 ? 0 : top.size() - std::min<std::size_t>(top.size(), d);
-                for (std::size_t i = from; i < top.size(); ++i) {
-                    const int64_t j = top[i];
-                    if (bound_of[j] >= 0 && !refine[bound_of[j]]) {
-                        refine[bound_of[j]] = 1;
-                        again = true;
+                ranges.clear();
+                if (need) need(rd, levels[rd], ranges);
+                if (ranges.empty()) ranges.push_back({0, -1});
+                for (const NeedRange& g : ranges) {
+                    const int64_t to = g.to < 0 ? T : std::min(T, g.to);
+                    for (int64_t e = std::max<int64_t>(0, g.from); e < to; ++e) {
+                        const int64_t j = top[T - 1 - e];
+                        if (bound_of[j] >= 0 && !refine[bound_of[j]]) {
+                            refine[bound_of[j]] = 1;
+                            again = true;
+                        }
                     }
                 }
             }
