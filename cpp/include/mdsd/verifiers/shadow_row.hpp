@@ -66,14 +66,14 @@ inline void build_residual(TupleRow& r);
 
 // The split, the cutting orders and (residual = true) the residual of one row, into r: a row
 // reused from one call to the next keeps its buffers (at V = 49,152 a fresh row's ~2 MB of page
-// faults cost more than the split itself). ws: dual_prefix's workspace.
+// faults cost more than the split itself). ws: dual_prefix_ordered's workspace.
 inline void make_row(TupleRow& r, const double* p, const double* q, int64_t V, int n, DualWorkspace& ws,
                      bool residual = true) {
     r.p = p;
     r.q = q;
     r.V = V;
     r.n = n;
-    const DualResult dr = dual_prefix(p, q, V, n, Scheme::Iid, WorMethod::Auto, ws);
+    const DualResult dr = dual_prefix_ordered(p, q, V, n, ws);
     r.alpha_star = dr.alpha;
     const std::vector<int32_t>& ord = ws.order;
     const int64_t K = static_cast<int64_t>(ord.size()), ks = dr.k_star;
