@@ -4,7 +4,8 @@
 //   * random small cases (zeros, ties, tied values), n = 1..8;
 //   * LLM-like rows up to V = 20,000, with zeros and tied ratios injected;
 //   * crowded ratios: many tokens within a few ulps (the wide fine buckets' comparison sort);
-//   * the fallback: a subnormal q makes p / q overflow, and the row is refused to the sorted route.
+//   * the fallback: a subnormal q makes p / q overflow, and the row is refused to the sorted route;
+//   * dual_prefix_ordered (k* by selection, the full ratio order) against dual_prefix on every row.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -32,6 +33,16 @@ static bool check_row(const Vec& p, const Vec& q, int n) {
         mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Iid, WorMethod::Auto, ws2, &c2, IidRoute::Sorted);
     CHECK_MSG(same_bits(a1, a2), "alpha: selection %.17g, sorted %.17g (n = %d)", a1, a2, n);
     CHECK_MSG(c1 == c2, "certificates differ: %zu vs %zu tokens (n = %d)", c1.size(), c2.size(), n);
+    // dual_prefix_ordered (the ordered split of shadow_row.hpp): dual_prefix's alpha*, k* and order
+    {
+        mdsd::DualWorkspace w1, w2;
+        const mdsd::DualResult d1 = mdsd::dual_prefix_ordered(p.data(), q.data(), V, n, w1);
+        const mdsd::DualResult d2 = mdsd::dual_prefix(p.data(), q.data(), V, n, Scheme::Iid, WorMethod::Auto, w2);
+        CHECK_MSG(same_bits(d1.alpha, d2.alpha) && d1.k_star == d2.k_star,
+                  "dual_prefix_ordered: alpha %.17g, k* %lld; dual_prefix %.17g, %lld (n = %d)", d1.alpha,
+                  static_cast<long long>(d1.k_star), d2.alpha, static_cast<long long>(d2.k_star), n);
+        CHECK_MSG(w1.order == w2.order, "dual_prefix_ordered's order differs from dual_prefix's (n = %d)", n);
+    }
     mdsd::IidSelectWorkspace sw;
     std::vector<int32_t> order;
     const mdsd::IidSelectResult r = mdsd::iid_select_fast(p.data(), q.data(), V, n, sw, order);

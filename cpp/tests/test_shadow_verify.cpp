@@ -147,10 +147,10 @@ int main() {
         moved += ctl_diff > 1e-9;
     }
     // LLM-like rows: sampled tuples (drafts by inverse CDF of q)
-    double worst_llm = 0.0;
-    long llm_tuples = 0;
-    for (int rep = 0; rep < 3; ++rep) {
-        const int64_t V = 3000;
+    double worst_llm = 0.0, worst_local = 0.0, point_coin = 0.0, point_level = 0.0;
+    long llm_tuples = 0, shallow_moved = 0, point_draws = 0, point_same = 0, blind_moved = 0;
+    for (int rep = 0; rep < 5; ++rep) {
+        const int64_t V = rep < 3 ? 3000 : 20000;
         const int n = 4;
         Vec p, q;
         cases::llm_rows(g, V, p, q);
@@ -177,17 +177,71 @@ int main() {
                               one_pass, d);
                     worst_llm = std::max(worst_llm, d);
                 }
+            // only the bound copies under the windows refined, against every read refined: the
+            // same pieces; negative control: no segment refined (bound copies left under windows)
+            w.buckets = 256;
+            w.one_pass = true;
+            sw::TupleRace full, shallow;
+            full.buckets = shallow.buckets = 256;
+            full.local = false;
+            shallow.depth_margin = -(1 << 30);
+            sw::race(row, t.data(), w);
+            sw::race(row, t.data(), full);
+            sw::race(row, t.data(), shallow);
+            CHECK_MSG(w.lo.size() == full.lo.size(), "tuple %d: %zu pieces refined locally, %zu fully", k, w.lo.size(),
+                      full.lo.size());
+            double dp = 0.0;
+            for (std::size_t u = 0; u < std::min(w.lo.size(), full.lo.size()); ++u)
+                dp = std::max({dp, std::fabs(w.lo[u] - full.lo[u]), std::fabs(w.hi[u] - full.hi[u])});
+            // (a run entered as its bound copy carries its sums rounded once: ~1e-16 per run)
+            CHECK_MSG(dp <= 1e-13, "tuple %d: pieces refined locally move by %.3g", k, dp);
+            worst_local = std::max(worst_local, dp);
+            const Laws Ls = laws(pl, row, pcat, shallow, t);
+            shallow_moved += maxdiff(Ls.plan, Ls.shadow) > 1e-9;
+            // the sampler's race, exact only at the windows' ends and the drawn points, against
+            // every read refined, on the same uniforms; control: drawn points left on bound copies
+            sw::TupleRace pts, all, blind;
+            pts.buckets = all.buckets = blind.buckets = 256;
+            all.local = false;
+            all.sampler_points = false;
+            blind.check_draws = false;
+            for (int seed = 0; seed < 10; ++seed) {
+                const uint64_t key = static_cast<uint64_t>(rep) * 1000003u + static_cast<uint64_t>(k * 64 + seed);
+                mdsd::Rng r1(13, key), r2(13, key), r3(13, key);
+                const int32_t a = sw::race_winner(row, t.data(), pts, r1);
+                const int32_t b = sw::race_winner(row, t.data(), all, r2);
+                const int32_t c = sw::race_winner(row, t.data(), blind, r3);
+                ++point_draws;
+                point_same += a == b;
+                if (a == b && a >= 0) point_level = std::max(point_level, std::fabs(pts.win_level - all.win_level));
+                blind_moved += c != b || (c >= 0 && std::fabs(blind.win_level - all.win_level) > 1e-12);
+                if (a == b && a >= 0) point_coin = std::max(point_coin, std::fabs(pts.coin[a] - all.coin[a]));
+            }
             ++llm_tuples;
         }
     }
     check::context("totals");
     CHECK_MSG(moved * 4 >= cases_run, "negative control: untouched windows moved the law in only %ld of %ld cases",
               moved, cases_run);
+    CHECK_MSG(shallow_moved * 4 >= llm_tuples,
+              "negative control: windows cut among bound copies moved the law on only %ld of %ld tuples", shallow_moved,
+              llm_tuples);
+    CHECK_MSG(point_same == point_draws, "the point-exact sampler race gave another winner on %ld of %ld draws",
+              point_draws - point_same, point_draws);
+    CHECK_MSG(point_coin <= 1e-12, "the point-exact race moved a coin by %.3g", point_coin);
+    CHECK_MSG(point_level <= 1e-13, "the point-exact race moved a drawn level by %.3g", point_level);
+    CHECK_MSG(blind_moved * 100 >= point_draws,
+              "negative control: draws left on bound copies moved the winner's level on only %ld of %ld draws",
+              blind_moved, point_draws);
     CHECK_MSG(same * 1000 >= draws * 999, "samplers agree on only %ld of %ld draws", same, draws);
     std::printf(
         "test_shadow_verify: %ld cases, %ld tuples: max law diff %.3g beyond the residuals' (%ld beyond 1e-12, "
         "within the plan's rounding), %ld with a tiny window (weighted diff <= 1e-12); lossless to %.3g; llm %ld "
-        "tuples max diff %.3g; control moved %ld; samplers agree %ld/%ld\n",
-        cases_run, plain, worst, rounded, tiny_tuples, worst_lossless, llm_tuples, worst_llm, moved, same, draws);
+        "tuples max diff %.3g, local refinement's pieces within %.2g of full, control (nothing refined) moved %ld; "
+        "control moved %ld; samplers agree %ld/%ld; the point-exact sampler race: the winner of every read "
+        "refined on %ld of %ld draws (coins within %.2g, drawn levels within %.2g), control (draws unchecked) moved "
+        "%ld\n",
+        cases_run, plain, worst, rounded, tiny_tuples, worst_lossless, llm_tuples, worst_llm, worst_local,
+        shallow_moved, moved, same, draws, point_same, point_draws, point_coin, point_level, blind_moved);
     return check::summary("test_shadow_verify");
 }

@@ -129,7 +129,12 @@ static double check_reads(Gen& g, const Vec& p, const Vec& q, const std::vector<
     std::vector<int64_t> pos(m);
     for (auto& j : pos) j = g.integer(0, static_cast<int64_t>(sys.size()) - 1);
     std::vector<std::vector<lv::Seg>> reads;
-    sw::remaining_at(s, sys.data(), pos.data(), m, p.data(), q.data(), nb, reads, nullptr, every_read);
+    Vec cq(sys.size()), cp(sys.size());
+    for (std::size_t k = 0; k < sys.size(); ++k) {
+        cq[k] = q[sys[k]];
+        cp[k] = p[sys[k]];
+    }
+    sw::remaining_at(s, cq.data(), cp.data(), pos.data(), m, nb, reads, nullptr, every_read);
     double d = 0.0;
     for (int k = 0; k < m; ++k) {
         const std::vector<int32_t> pre(sys.begin(), sys.begin() + pos[k]);

@@ -28,6 +28,7 @@ struct DualWorkspace {
     race::ChordScan chords;  // the race route's scan (race/chord_scan.hpp)
     TopSplit split;  // mixed schemes
     IidSelectWorkspace sel;
+    std::vector<int32_t> sel_order;  // dual_prefix_ordered's selection (its order is not kept)
 };
 
 struct DualResult {
@@ -189,6 +190,20 @@ inline DualResult dual_prefix_routed(const double* p, const double* q, int64_t V
         return dual_prefix(p, q, V, n, scheme, wm, ws);
     const IidSelectResult r = iid_select_fast(p, q, V, n, ws.sel, ws.order, want_order);
     if (r.fallback) return dual_prefix(p, q, V, n, scheme, wm, ws);
+    DualResult res;
+    res.alpha = std::min(1.0, 1.0 + r.best);
+    res.k_star = r.k_star;
+    return res;
+}
+
+// dual_prefix for iid (any scheme at n = 1) with ws.order the full ratio order, as dual_prefix
+// leaves it, but k* and alpha* by selection instead of its scan of every prefix (the same bits:
+// test_iid_select): the verifiers that cut windows in the ratio order need both.
+inline DualResult dual_prefix_ordered(const double* p, const double* q, int64_t V, int n, DualWorkspace& ws) {
+    if (n < 1) throw std::invalid_argument("n: must be >= 1");
+    const IidSelectResult r = iid_select_fast(p, q, V, n, ws.sel, ws.sel_order, false);
+    if (r.fallback) return dual_prefix(p, q, V, n, Scheme::Iid, WorMethod::Auto, ws);
+    ratio_order(p, q, V, ws.ows, ws.order);
     DualResult res;
     res.alpha = std::min(1.0, 1.0 + r.best);
     res.k_star = r.k_star;

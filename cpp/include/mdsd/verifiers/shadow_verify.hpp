@@ -9,13 +9,10 @@
 //     uniform per draft as OptimalIid::walk, so the same draws give the same output up to the
 //     ~1e-16 moves of piece ends);
 //   coin: p(y) / load(y), capped at 1;
-//   residual r = p - a: inner windows and the outer exact prefix end at a = p (r = 0; the plan
-//     keeps ~1-ulp leftovers there), q = 0 tokens keep r = p, and the outer capped suffix (§12.6:
-//     after the first window that cannot reach p(y), every window is the top one) tiles the levels
-//     left by the exact prefix from the top, so its loads come from one walk over those levels.
+//   residual r = p - a (shadow_row.hpp).
 // Cost per row: the ratio sort (dual_prefix), one bucketed envelope pass per system holding drafts
-// (remaining_at, read at each draft; repeated while a bound copy reaches a read) and two passes for
-// the residual: O(V log V + K) per round.
+// (remaining_at, read at each draft; repeated while a bound copy owns a segment a window reads)
+// and one pass for the residual: O(V log V + K) per round.
 #pragma once
 
 #include <algorithm>
@@ -27,124 +24,10 @@
 #include "mdsd/verifiers/common.hpp"
 #include "mdsd/verifiers/level_windows.hpp"
 #include "mdsd/verifiers/shadow_prefixes.hpp"
+#include "mdsd/verifiers/shadow_row.hpp"
 #include "mdsd/verifiers/shadow_windows.hpp"
 
 namespace mdsd::verif::shadow {
-
-// One row, ready for the tuples drafted from it. System 0 is the inner one (H*, cut from the
-// bottom by descending p/q), 1 the outer one (cut from the top by ascending p/q).
-struct TupleRow {
-    const double* p = nullptr;
-    const double* q = nullptr;
-    int64_t V = 0;
-    int n = 1;
-    double alpha_star = 0.0;
-    std::vector<Side> side;
-    std::vector<int64_t> at;       // token -> its index in its system's cutting order
-    std::vector<int32_t> ct[2];        // each system's tokens in cutting order
-    std::vector<double> cq[2], cp[2];  // their q and p
-    std::vector<double> total[2];  // measure left before each cut, rounded as the plan's cut does
-    System sys[2];
-    int64_t exact_outer = 0;  // outer windows that reach p(y); the rest is the capped suffix
-    Categorical res;          // the residual r = p - a (once build_residual ran)
-    std::vector<double> rw;   // its weights by token (build_residual's scratch)
-};
-
-// The loads of the capped suffix: widths w[0..m) tiled from the end R is cut from (outer: the top),
-// the last taking what is left. R: segments by ascending level.
-inline void tile_loads(const std::vector<Seg>& R, const double* w, int64_t m, int n, double* load) {
-    int64_t s = static_cast<int64_t>(R.size()) - 1;
-    double hi = s >= 0 ? R[s].hi : 0.0;  // the top of what is left of segment s
-    for (int64_t k = 0; k < m; ++k) {
-        double need = w[k], ld = 0.0;
-        const bool last = k + 1 == m;
-        while (s >= 0 && (last || need > 0.0)) {
-            const double lo = last ? R[s].lo : std::max(R[s].lo, hi - need);
-            ld += level::diffpow(lo, hi, n);
-            need -= hi - lo;
-            hi = lo;
-            if (!(hi > R[s].lo)) {
-                if (--s >= 0) hi = R[s].hi;
-            } else if (!last) {
-                break;
-            }
-        }
-        load[k] = ld;
-    }
-}
-
-// The residual r = p - a of a row: only a rejected tuple needs it (walk_lazy).
-inline void build_residual(TupleRow& r);
-
-// The split, the cutting orders and (residual = true) the residual of one row, into r: a row
-// reused from one call to the next keeps its buffers (at V = 49,152 a fresh row's ~2 MB of page
-// faults cost more than the split itself). ws: dual_prefix's workspace.
-inline void make_row(TupleRow& r, const double* p, const double* q, int64_t V, int n, DualWorkspace& ws,
-                     bool residual = true) {
-    r.p = p;
-    r.q = q;
-    r.V = V;
-    r.n = n;
-    const DualResult dr = dual_prefix(p, q, V, n, Scheme::Iid, WorMethod::Auto, ws);
-    r.alpha_star = dr.alpha;
-    const std::vector<int32_t>& ord = ws.order;
-    const int64_t K = static_cast<int64_t>(ord.size()), ks = dr.k_star;
-    r.side.assign(V, Side::Never);
-    r.at.assign(V, -1);
-    double qH = 0.0, qA = 0.0;  // summed as OptimalIid::prepare sums them
-    for (int64_t k = 0; k < ks; ++k) qH += q[ord[k]];
-    for (int64_t k = ks; k < K; ++k) qA += q[ord[k]];
-    r.sys[0] = System{0.0, qH, n, true};
-    r.sys[1] = System{qH, qA, n, false};
-    for (int s = 0; s < 2; ++s) {
-        const int64_t m = s == 0 ? ks : K - ks;
-        r.ct[s].resize(m);
-        r.cq[s].resize(m);
-        r.cp[s].resize(m);
-        r.total[s].resize(m);
-        double left = s == 0 ? qH : qA;
-        for (int64_t k = 0; k < m; ++k) {
-            const int32_t y = s == 0 ? ord[ks - 1 - k] : ord[ks + k];
-            r.side[y] = s == 0 ? Side::Inner : Side::Outer;
-            r.at[y] = k;
-            r.ct[s][k] = y;
-            r.cq[s][k] = q[y];
-            r.cp[s][k] = p[y];
-            r.total[s][k] = left;
-            left = std::max(0.0, left - q[y]);
-        }
-    }
-    if (residual) build_residual(r);
-}
-
-inline TupleRow make_row(const double* p, const double* q, int64_t V, int n, DualWorkspace& ws, bool residual = true) {
-    TupleRow r;
-    make_row(r, p, q, V, n, ws, residual);
-    return r;
-}
-
-inline void build_residual(TupleRow& r) {
-    const int64_t V = r.V;
-    const int n = r.n;
-    std::vector<double>& res = r.rw;
-    res.assign(static_cast<std::size_t>(V), 0.0);
-    for (int64_t y = 0; y < V; ++y)
-        if (r.side[y] == Side::Never) res[y] = r.p[y];
-    const int64_t mo = static_cast<int64_t>(r.ct[1].size());
-    if (mo > 0) {
-        // the last token takes what is left (remaining() does not judge it): it always joins the
-        // tiling. R: the levels left by the exact prefix, from the pass that finds where it ends.
-        const std::vector<Seg> R =
-            remaining(r.sys[1], r.cq[1].data(), r.cp[1].data(), mo - 1, nullptr, &r.exact_outer, true);
-        const int64_t e = r.exact_outer, mc = mo - e;
-        if (mc > 0) {
-            std::vector<double> load(static_cast<std::size_t>(mc));
-            tile_loads(R, r.cq[1].data() + e, mc, n, load.data());
-            for (int64_t k = 0; k < mc; ++k) res[r.ct[1][e + k]] = std::max(0.0, r.cp[1][e + k] - load[k]);
-        }
-    }
-    r.res.build(res.data(), V);
-}
 
 // The race of one tuple: its handling system's distinct drafts, their windows and coins.
 struct TupleRace {
@@ -157,10 +40,81 @@ struct TupleRace {
     bool untouched = false;    // negative control for the tests: cut every window from the untouched levels
     int buckets = 0;           // > 0: the levels before a draft by remaining_bucketed (no sort of the set)
     bool one_pass = true;      // all of a system's drafts from one pass (remaining_at); false: a pass per draft
+    bool local = true;         // one_pass: refine only the bound copies under a draft's window (window_need)
+    int depth_margin = 2;      // segments window_need counts past the farthest the window reads from, plus
+                               // one (fewer: the tests' negative control)
+    bool sampler_points = true;  // race_winner: refine only at the window's ends and the drawn points
+    bool check_draws = true;     // sampler_points: refine at a drawn point a bound copy owns (false: the
+                                 // tests' negative control)
     std::vector<std::vector<Seg>> pre[2];  // one_pass: the levels before each draft k of system s
     std::vector<int64_t> at_pos[2];
-    std::vector<int> slot;  // draft k -> its read in pre[its system]
+    std::vector<int> slot;         // draft k -> its read in pre[its system]
+    std::vector<int> draft_of[2];  // a read of system s -> its draft
+    std::vector<std::vector<char>> bound[2];  // per read, by ascending level: a bound copy owns it
+    std::vector<std::vector<double>> extra;   // sampler: levels of draft k that must be exact too
+    std::vector<double> us;                   // sampler: the uniforms drawn so far, by handled draft
+    bool points = false;                      // this race: the sampler's point-exact levels
+    double win_level = -1.0;                  // race_winner: the level the winner drew (tests)
+    level::Levels scratch;                    // window_need's trial cut
+    std::vector<Seg> cut;
 };
+
+// The levels a draft of system s at cutting position kpre is cut from: iv, by ascending level, as
+// take_window wants them (iv.back(): the end the cut starts from).
+inline void window_levels(const TupleRow& r, int s, int64_t kpre, std::vector<Seg>&& iv, level::Levels& L) {
+    L.n = r.n;
+    L.from_bottom = s == 0;
+    L.iv = std::move(iv);
+    if (s == 0) std::reverse(L.iv.begin(), L.iv.end());
+    L.total = r.total[s][kpre];
+}
+
+// Index, counted from the end system s cuts from, of the segment of lv (ascending) holding level v.
+inline int64_t seg_from_cut_end(int s, const std::vector<Seg>& lv, double v) {
+    const int64_t m = static_cast<int64_t>(lv.size());
+    const int64_t i =
+        std::upper_bound(lv.begin(), lv.end(), v, [](double x, const Seg& g) { return x < g.lo; }) - lv.begin() - 1;
+    const int64_t a = std::max<int64_t>(0, i);
+    return s == 0 ? a : m - 1 - a;
+}
+
+// The segments of the levels lv (ascending) that draft k's window reads, counted from the end the
+// cut starts from (remaining_at's need); none listed: all (the system's last token, or a window
+// as large as what is left).
+// - The law (every piece matters): up to the farthest segment its window takes from, and the
+//   next, whose boundary ends that one.
+// - The sampler (w.points): the segments holding the window's two ends, with a neighbour on each
+//   side, and those holding the points drawn in it (w.extra). A window's load grows as it slides
+//   away from the cutting end (the levels under it rise pointwise), so its place follows from the
+//   load at its two ends alone, and each draw reads one level.
+inline void window_need(const TupleRow& r, int s, int k, const std::vector<Seg>& lv, TupleRace& w,
+                        std::vector<NeedRange>& need) {
+    const int32_t y = w.toks[k];
+    if (r.at[y] + 1 == static_cast<int64_t>(r.cq[s].size())) return;
+    window_levels(r, s, r.at[y], std::vector<Seg>(lv), w.scratch);
+    if (!(r.q[y] < w.scratch.total)) return;
+    w.cut.clear();
+    level::take_window(w.scratch, r.q[y], r.p[y], s == 0 ? +1 : -1, false, w.cut);
+    if (w.cut.empty()) return;
+    double lo = w.cut[0].lo, hi = w.cut[0].hi;
+    for (const Seg& g : w.cut) {
+        lo = std::min(lo, g.lo);
+        hi = std::max(hi, g.hi);
+    }
+    const int64_t e_lo = seg_from_cut_end(s, lv, lo), e_hi = seg_from_cut_end(s, lv, hi);
+    const int64_t e_near = std::min(e_lo, e_hi), e_far = std::max(e_lo, e_hi);
+    if (!w.points) {
+        need.push_back({0, std::max<int64_t>(0, e_far + w.depth_margin)});
+        return;
+    }
+    need.push_back({e_near - 1, e_near + 2});
+    need.push_back({e_far - 1, e_far + w.depth_margin});
+    if (k < static_cast<int>(w.extra.size()))
+        for (const double v : w.extra[k]) {
+            const int64_t e = seg_from_cut_end(s, lv, v);
+            need.push_back({e - 1, e + 2});
+        }
+}
 
 // Cuts the windows of tuple t's drafts in the system that handles it.
 inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
@@ -184,10 +138,21 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
             w.slot[k] = static_cast<int>(w.at_pos[s].size());
             w.at_pos[s].push_back(w.untouched ? 0 : r.at[w.toks[k]]);
         }
-        for (int s = 0; s < 2; ++s)
-            if (!w.at_pos[s].empty())
-                remaining_at(r.sys[s], r.ct[s].data(), w.at_pos[s].data(), static_cast<int>(w.at_pos[s].size()), r.p,
-                             r.q, w.buckets, w.pre[s]);
+        for (int s = 0; s < 2; ++s) {
+            if (w.at_pos[s].empty()) continue;
+            w.draft_of[s].assign(w.at_pos[s].size(), -1);
+            for (int k = 0; k < w.m; ++k)
+                if (w.slot[k] >= 0 && r.side[w.toks[k]] == (s == 0 ? Side::Inner : Side::Outer))
+                    w.draft_of[s][w.slot[k]] = k;
+            SegmentNeed need;
+            if (w.local && !w.untouched)
+                need = [&](int rd, const std::vector<Seg>& lv, std::vector<NeedRange>& g) {
+                    window_need(r, s, w.draft_of[s][rd], lv, w, g);
+                };
+            remaining_at(r.sys[s], r.cq[s].data(), r.cp[s].data(), w.at_pos[s].data(),
+                         static_cast<int>(w.at_pos[s].size()), w.buckets, w.pre[s], nullptr, true, need,
+                         w.points ? &w.bound[s] : nullptr);
+        }
     }
     for (int k = 0; k < w.m; ++k) {
         const int32_t y = w.toks[k];
@@ -199,14 +164,14 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
         const int s = r.side[y] == Side::Inner ? 0 : 1;
         const int64_t j = r.at[y], kpre = w.untouched ? 0 : j;
         level::Levels L;
-        L.n = r.n;
-        L.from_bottom = s == 0;
-        if (w.one_pass) L.iv = std::move(w.pre[s][w.slot[k]]);
+        if (w.one_pass)  // (a copy: the sampler looks its draws up in the read)
+            window_levels(r, s, kpre, w.points ? std::vector<Seg>(w.pre[s][w.slot[k]]) : std::move(w.pre[s][w.slot[k]]),
+                          L);
         else
-            L.iv = w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
-                                 : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre);
-        if (s == 0) std::reverse(L.iv.begin(), L.iv.end());  // iv.back(): the end the cut starts from
-        L.total = r.total[s][kpre];
+            window_levels(r, s, kpre,
+                          w.buckets > 0 ? remaining_bucketed(r.sys[s], r.ct[s].data(), kpre, r.p, r.q, w.buckets)
+                                        : remaining(r.sys[s], r.cq[s].data(), r.cp[s].data(), kpre),
+                          L);
         out.clear();
         const bool last = j + 1 == static_cast<int64_t>(r.cq[s].size());
         level::take_window(L, r.q[y], r.p[y], s == 0 ? +1 : -1, last, out);
@@ -230,23 +195,57 @@ inline void race(const TupleRow& r, const int32_t* t, TupleRace& w) {
     }
 }
 
+// Whether draft k's piece lies in a segment of its read that a bound copy owns (the sampler's
+// point-exact race; its level there is only a bound).
+inline bool piece_on_bound(const TupleRow& r, const TupleRace& w, int k, int64_t piece) {
+    const int s = r.side[w.toks[k]] == Side::Inner ? 0 : 1;
+    if (static_cast<std::size_t>(w.slot[k]) >= w.bound[s].size()) return false;
+    const std::vector<Seg>& lv = w.pre[s][w.slot[k]];
+    const std::vector<char>& f = w.bound[s][w.slot[k]];
+    const double v = 0.5 * (w.lo[piece] + w.hi[piece]);
+    const int64_t i =
+        std::upper_bound(lv.begin(), lv.end(), v, [](double x, const Seg& g) { return x < g.lo; }) - lv.begin() - 1;
+    return i >= 0 && i < static_cast<int64_t>(f.size()) && f[i];
+}
+
 // The race of the sampler: the winning draft, or -1 (OptimalIid::walk's draws on the tuple's own
-// windows).
+// windows). With w.sampler_points, the levels are exact only at each window's ends and at the
+// points drawn in it: a draw that lands where a bound copy owns the level is marked, and the race
+// is run again on the same uniforms (after kPointRounds, with the law's refinement).
+constexpr int kPointRounds = 4;
 inline int32_t race_winner(const TupleRow& r, const int32_t* t, TupleRace& w, Rng& rng) {
-    race(r, t, w);
-    double best = -1.0;
-    int32_t win = -1;
-    for (int d = 0; d < r.n; ++d) {
-        int k = 0;
-        while (k < w.m && w.toks[k] != t[d]) ++k;
-        if (k == w.m || w.b[k] == w.e[k]) continue;  // another system's draft, or no window
-        const int64_t piece = level::draw_piece(w.suf.data(), w.b[k], w.e[k], rng.uniform());
-        if (w.lo[piece] > best) {
-            best = w.lo[piece];
-            win = t[d];
+    w.us.clear();
+    w.extra.clear();
+    for (int round = 0;; ++round) {
+        w.points = w.sampler_points && w.one_pass && w.local && !w.untouched && round < kPointRounds;
+        race(r, t, w);
+        if (w.points && w.extra.size() < static_cast<std::size_t>(w.m)) w.extra.resize(w.m);
+        double best = -1.0;
+        int32_t win = -1;
+        std::size_t used = 0;
+        bool again = false;
+        for (int d = 0; d < r.n; ++d) {
+            int k = 0;
+            while (k < w.m && w.toks[k] != t[d]) ++k;
+            if (k == w.m || w.b[k] == w.e[k]) continue;  // another system's draft, or no window
+            if (used == w.us.size()) w.us.push_back(rng.uniform());
+            const double u = w.us[used++];
+            const int64_t piece = level::draw_piece(w.suf.data(), w.b[k], w.e[k], u);
+            // (one distinct token wins whatever its level: only its window's ends matter, for the coin)
+            if (w.points && w.check_draws && w.m > 1 && piece_on_bound(r, w, k, piece)) {
+                w.extra[k].push_back(0.5 * (w.lo[piece] + w.hi[piece]));
+                again = true;
+            }
+            if (w.lo[piece] > best) {
+                best = w.lo[piece];
+                win = t[d];
+                const double below = piece + 1 < w.e[k] ? w.suf[piece + 1] : 0.0;  // width under the piece
+                w.win_level = w.lo[piece] + (u * w.suf[w.b[k]] - below);
+            }
         }
+        w.points = false;
+        if (!again) return win;
     }
-    return win;
 }
 
 // The sampler, on a row made with its residual.

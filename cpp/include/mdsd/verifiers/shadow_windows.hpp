@@ -247,10 +247,12 @@ struct KeyBuckets {
     uint64_t of(uint64_t key) const { return (key - kmin) >> shift; }
 };
 
-inline KeyBuckets key_buckets(const int32_t* toks, int64_t K, const double* p, const double* q, int max_buckets) {
+// key(k): the ratio key of the k-th token.
+template <class Key>
+KeyBuckets key_buckets_of(int64_t K, Key key, int max_buckets) {
     uint64_t kmin = ~uint64_t(0), kmax = 0;
     for (int64_t k = 0; k < K; ++k) {
-        const uint64_t u = ratio_key(p[toks[k]], q[toks[k]]);
+        const uint64_t u = key(k);
         kmin = std::min(kmin, u);
         kmax = std::max(kmax, u);
     }
@@ -259,6 +261,10 @@ inline KeyBuckets key_buckets(const int32_t* toks, int64_t K, const double* p, c
     while (((kmax - kmin) >> b.shift) >= static_cast<uint64_t>(std::max(1, max_buckets))) ++b.shift;
     b.count = static_cast<int64_t>((kmax - kmin) >> b.shift) + 1;
     return b;
+}
+
+inline KeyBuckets key_buckets(const int32_t* toks, int64_t K, const double* p, const double* q, int max_buckets) {
+    return key_buckets_of(K, [&](int64_t k) { return ratio_key(p[toks[k]], q[toks[k]]); }, max_buckets);
 }
 
 // The bound copy of a bucket (sums Q, P; ratios in [rlo, rhi], rlo < rhi), as its first
