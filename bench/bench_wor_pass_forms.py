@@ -14,7 +14,7 @@ Forms (each a worker process, all fed the same rows in turn, so that load change
 Rows as bench_wor_route.py (every --step-th shipped row, --heldout rows of tests/heldout.py seed 0).
 Per row and form: the best of --reps thread CPU times (ms) of the timed call of bench_wor_route.py,
 and whether the route's work spent and acceptance equal the last form's. Prints p50 / p90 / p99 /
-max / total per (set, n) and form.
+max / total per (set, n) and form, and the median over rows of each form's time over the last form's.
 """
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def main() -> None:
         procs[f] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     sets = row_sets(a.step, a.heldout)
     head = " | ".join(f"{f} p50 / p90 / p99 / max / total" for f in forms)
-    same = " | ".join(f"same work, acc ({f})" for f in forms[:-1])
+    same = " | ".join(f"{f}: same work, acc; p50 of row ratios to {forms[-1]}" for f in forms[:-1])
     print(f"| rows | n | {head} | {same} |")
     print("|---|---|" + "---|" * (2 * len(forms) - 1))
     for name, rows in sets.items():
@@ -115,7 +115,8 @@ def main() -> None:
             for f in forms[:-1]:
                 sw = sum(x[0] == y[0] for x, y in zip(res[f], ref, strict=True))
                 sa = sum(x[1] == y[1] for x, y in zip(res[f], ref, strict=True))
-                sames.append(f"{sw}/{len(ref)}, {sa}/{len(ref)}")
+                ratio = np.median(np.array(t[f]) / np.array(t[forms[-1]]))
+                sames.append(f"{sw}/{len(ref)}, {sa}/{len(ref)}; {ratio:.3f}")
             print(f"| {name} | {n} | {' | '.join(cols)} | {' | '.join(sames)} |", flush=True)
     for pr in procs.values():
         pr.stdin.close()
