@@ -1,7 +1,7 @@
 """The wor route's preparation in several forms side by side in one run, row by row.
 
 Run:  python bench/bench_wor_pass_forms.py [--forms pass_e,new] [--base-pythonpath DIR]
-                                           [--ns 2,3,4,8] [--step 18] [--heldout 40] [--reps 2]
+                                           [--ns 2,3,4,8] [--step 18] [--heldout 40] [--reps 2] [--budget B]
 
 Forms (each a worker process, all fed the same rows in turn, so that load changes hit them alike):
   new       this build, its defaults;
@@ -47,7 +47,7 @@ def row_sets(step: int, heldout: int) -> dict[str, list[tuple[np.ndarray, np.nda
     }
 
 
-def worker(form: str, step: int, heldout: int) -> None:
+def worker(form: str, step: int, heldout: int, budget: float | None) -> None:
     """Reads "set row n reps" lines, answers "cpu_ms work acceptance" (the best of reps)."""
     import mdsd_fast as mf
     from mdsd_fast import _core
@@ -63,7 +63,7 @@ def worker(form: str, step: int, heldout: int) -> None:
         best = float("inf")
         for _ in range(int(reps)):
             c0 = time.thread_time()
-            vb = _core.VerifierBatch("sweep", p2, q2, int(n), "wor", None, 1, mf.WOR_WORK_BUDGET)
+            vb = _core.VerifierBatch("sweep", p2, q2, int(n), "wor", None, 1, budget or mf.WOR_WORK_BUDGET)
             best = min(best, (time.thread_time() - c0) * 1e3)
         print(f"{best!r} {float(vb.route()['work'][0])!r} {float(vb.exact(2e8, 1)[0])!r}", flush=True)
 
@@ -76,16 +76,18 @@ def main() -> None:
     ap.add_argument("--step", type=int, default=18)
     ap.add_argument("--heldout", type=int, default=40)
     ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--budget", type=float, help="the route's work budget (default: mf.WOR_WORK_BUDGET)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.worker:
-        worker(a.worker, a.step, a.heldout)
+        worker(a.worker, a.step, a.heldout, a.budget)
         return
     forms = a.forms.split(",")
     procs = {}
     for f in forms:
         pp = a.base_pythonpath if f == "base" else str(ROOT / "python")
         cmd = [sys.executable, __file__, "--worker", f, "--step", str(a.step), "--heldout", str(a.heldout)]
+        cmd += ["--budget", str(a.budget)] if a.budget else []
         env = dict(os.environ, PYTHONPATH=pp)
         procs[f] = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     sets = row_sets(a.step, a.heldout)
