@@ -205,6 +205,10 @@ void register_testing(py::module_& m) {
         "race_pass_keeps_e", [](bool keep) { mdsd::race::pass_keeps_e() = keep; }, py::arg("keep"),
         "keep=True: the checkpointed race pass keeps every token's e (the form before session 14), for benches and\n"
         "tests that compare the two forms in one process; False (the default): small tokens without e.");
+    t.def(
+        "wor_events_keeps_e", [](bool keep) { mdsd::verif::wor::events_scan_keeps_e() = keep; }, py::arg("keep"),
+        "keep=True: the prefix-event sweep's scans keep every token's e (the form before session 17), for benches\n"
+        "and tests that compare the two forms in one process; False (the default): small tokens without e.");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

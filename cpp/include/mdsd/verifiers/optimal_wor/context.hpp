@@ -20,6 +20,7 @@
 #include "mdsd/sets.hpp"
 #include "mdsd/verifiers/optimal_wor/core.hpp"
 #include "mdsd/verifiers/optimal_wor/events.hpp"
+#include "mdsd/verifiers/optimal_wor/pair_events.hpp"
 #include "mdsd/verifiers/optimal_wor/exact_sweep.hpp"
 #include "mdsd/verifiers/optimal_wor/budget.hpp"
 

@@ -4,7 +4,7 @@
 // implementations of one step rule (prefix_event_step):
 //   * PrefixEventSweep: on a head of tokens, w by the race quadrature, everything else entering
 //     through an environment pair; O(|head|^2 n G);
-//   * PairPrefixEventSweep: at n = 2 on a whole system, w in closed form; O(k^2).
+//   * PairPrefixEventSweep (pair_events.hpp): at n = 2 on a whole system, w in closed form; O(k^2).
 #pragma once
 
 #include <algorithm>
@@ -13,7 +13,9 @@
 
 #include "mdsd/parallel.hpp"
 #include "mdsd/race/grid.hpp"
+#include "mdsd/race/moments.hpp"
 #include "mdsd/race/pair.hpp"
+#include "mdsd/race/pass.hpp"
 #include "mdsd/verifiers/optimal_wor/exact_sweep.hpp"
 
 namespace mdsd::verif::wor {
@@ -51,6 +53,13 @@ inline double prefix_event_step(const std::vector<int64_t>& o, const std::vector
     return d;
 }
 
+// PrefixEventSweep::scan in the form with every token's e (true: for the tests and benches that
+// compare the two forms in one process) or without the small tokens' e (false, the default).
+inline bool& events_scan_keeps_e() {
+    static bool keep = false;
+    return keep;
+}
+
 // The inner sweep (exact_sweep.hpp inner) on a set W of tokens at full vocabulary, with its tight sets taken
 // to be prefixes of W's current rho order (rho = pi / (h w), neediest first) -- as they were in
 // every exact-rational run -- and everything else entering through an environment pair (tokens
@@ -67,7 +76,9 @@ struct PrefixEventSweep {
     std::vector<Chunk>* chunks = nullptr;
     std::vector<double>* won = nullptr;  // by token id
     std::vector<double> fe, fb;  // the factors of tok (token i at i * G)
-    std::vector<double> suf;      // scan's buffer (kept: a sweep runs thousands of scans)
+    std::vector<double> fu;      // small tokens: beta = b / e (scan without e), at i * G
+    std::vector<char> small;     // q <= small_cut: the factor is e (1 + x h beta)
+    std::vector<double> suf, eblk, wts, one, scratch;  // scan's buffers (kept: a sweep runs thousands of scans)
 
     void init(const race::Grid& g, const double* q_, const double* p_, std::vector<int32_t> t, std::vector<Chunk>* ch,
               std::vector<double>* wn) {
@@ -84,7 +95,15 @@ struct PrefixEventSweep {
         fixed.unit(g.n, g.G);
         fe.resize(tok.size() * g.G);
         fb.resize(tok.size() * g.G);
-        for (std::size_t i = 0; i < tok.size(); ++i) g.factors(q[tok[i]], &fe[i * g.G], &fb[i * g.G]);
+        fu.resize(tok.size() * g.G);
+        small.resize(tok.size());
+        one.assign(g.G, 1.0);
+        const double qcut = race::small_cut(g);
+        for (std::size_t i = 0; i < tok.size(); ++i) {
+            g.factors(q[tok[i]], &fe[i * g.G], &fb[i * g.G]);
+            small[i] = q[tok[i]] <= qcut;
+            if (small[i]) g.betas(q[tok[i]], &fu[i * g.G]);
+        }
     }
     std::vector<int64_t> active() const {
         std::vector<int64_t> a;
@@ -96,6 +115,72 @@ struct PrefixEventSweep {
     // zero_prefix (else their weights), the weights after o_i; token `ov` at weight `hov`.
     void scan(const race::Pair& env, const std::vector<int64_t>& o, bool zero_prefix, int64_t ov, double hov,
               std::vector<double>& v) {
+        if (events_scan_keeps_e()) scan_e(env, o, zero_prefix, ov, hov, v);
+        else scan_unit(env, o, zero_prefix, ov, hov, v);
+    }
+    // scan without e (docs/theory.md §14.4, "Without e"), as race::pass: in a block of kPassBlock
+    // positions of o a small token multiplies by 1 + x h beta with seed h q (race::mul_unit), and the
+    // e's of the block's small tokens, which every w of the block misses, are one per-node scale:
+    // in the node weights of its w's, and into the suffix pair at the block's start and pre at its end.
+    void scan_unit(const race::Pair& env, const std::vector<int64_t>& o, bool zero_prefix, int64_t ov, double hov,
+                   std::vector<double>& v) {
+        const int64_t a = static_cast<int64_t>(o.size()), B = race::kPassBlock, nb = (a + B - 1) / B;
+        auto wt = [&](int64_t k) { return k == ov ? hov : h[k]; };
+        const int n = gr->n;
+        const int64_t G = gr->G;
+        const std::size_t S = static_cast<std::size_t>(n) * G;
+        eblk.resize(static_cast<std::size_t>(nb) * G);
+        scratch.resize(G);
+        for (int64_t c = 0; c < nb; ++c) {  // eblk: e^{-q(small of block c) t}
+            double qs = 0.0;
+            for (int64_t i = c * B; i < std::min(a, (c + 1) * B); ++i)
+                if (small[o[i]]) qs += q[tok[o[i]]];
+            double* ec = &eblk[c * G];
+            if (qs > 0.0) gr->factors(qs, ec, scratch.data());
+            else std::fill(ec, ec + G, 1.0);
+        }
+        suf.resize(static_cast<std::size_t>(a + 1) * 2 * S);
+        std::fill(suf.begin() + a * 2 * S, suf.begin() + (a + 1) * 2 * S, 0.0);
+        std::fill(suf.begin() + a * 2 * S, suf.begin() + a * 2 * S + G, 1.0);
+        for (int64_t i = a - 1; i >= 0; --i) {
+            const int64_t k = o[i];
+            const double* src = &suf[(i + 1) * 2 * S];
+            double* dst = &suf[i * 2 * S];
+            if (small[k]) race::mul_unit(n, G, src, src + S, dst, dst + S, &fu[k * G], wt(k), q[tok[k]]);
+            else race::mul_factor(n, G, src, src + S, dst, dst + S, &fe[k * G], &fb[k * G], wt(k), q[tok[k]]);
+            if (i % B == 0 && i > 0) {  // the whole suffix, for the block before
+                const double* ec = &eblk[(i / B) * G];
+                for (int r = 0; r < 2 * n; ++r)
+                    for (int64_t g = 0; g < G; ++g) dst[r * G + g] *= ec[g];
+            }
+        }
+        v.assign(a, 0.0);
+        race::Pair pre = race::mul(env, fixed);
+        wts.resize(G);
+        for (int64_t c = 0; c < nb; ++c) {
+            const double* ec = &eblk[c * G];
+            for (int64_t g = 0; g < G; ++g) wts[g] = gr->wt[g] * ec[g];
+            for (int64_t i = c * B; i < std::min(a, (c + 1) * B); ++i) {
+                const int64_t k = o[i];
+                const double qy = q[tok[k]], hp = zero_prefix ? 0.0 : wt(k);
+                const double* in = &suf[(i + 1) * 2 * S];
+                if (small[k]) {
+                    const double* bt = &fu[k * G];
+                    v[i] =
+                        race::w_raw_wt(n, G, wts.data(), pre.Pi.data(), pre.D.data(), in, in + S, one.data(), bt, qy);
+                    race::mul_unit(n, G, pre.Pi.data(), pre.D.data(), pre.Pi.data(), pre.D.data(), bt, hp, qy);
+                } else {
+                    const double *ei = &fe[k * G], *bi = &fb[k * G];
+                    v[i] = race::w_raw_wt(n, G, wts.data(), pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, qy);
+                    pre.add(ei, bi, hp, qy);
+                }
+            }
+            pre.scale(ec);
+        }
+    }
+    // scan with every token's e (the form before session 17, for events_scan_keeps_e)
+    void scan_e(const race::Pair& env, const std::vector<int64_t>& o, bool zero_prefix, int64_t ov, double hov,
+                std::vector<double>& v) {
         const int64_t a = static_cast<int64_t>(o.size());
         auto wt = [&](int64_t k) { return k == ov ? hov : h[k]; };
         // suffix pairs of o[i..a), flat (Pi then D, 2 S doubles each), and the factors of o
@@ -194,137 +279,5 @@ struct PrefixEventSweep {
         return true;
     }
 };
-
-// The inner sweep at n = 2 on a whole system, with closed forms in place of the race quadrature.
-// For two drafts without replacement from q (mass s on the support),
-//     Pr[S = {y, z}] = (q_y q_z / s) (r_y + r_z),   r_y = 1 / (s - q_y),
-// so with weights h every w_y = E[1{y in S} prod_{S \ y} h] is O(1) from two sums:
-//     w_y = (q_y / s) [r_y (A - q_y h_y) + (B - q_y r_y h_y)],   A = sum q h,  B = sum q r h.
-// The prefix slacks are then one O(k) scan, and the whole system runs PrefixEventSweep's rule,
-// O(k) per step and about two steps per token: O(k^2) in all. Loads are exact up to rounding (no
-// quadrature). The last inner order of the full-vocabulary route at n = 2.
-struct PairPrefixEventSweep {
-    const double* p = nullptr;
-    std::vector<int32_t> tok;
-    std::vector<double> q, r, h, pi, w, rho;
-    std::vector<char> done;
-    double s = 1.0, env_a = 0.0, env_b = 0.0, fix_a = 0.0, fix_b = 0.0;
-    std::vector<int64_t> o;  // active tokens by descending rho (kept: nearly sorted step to step)
-
-    // tokens `t` (p > 0) are swept; `env` (p = 0, never laid) sit at weight 1. rest(y) = s - q_y.
-    template <class Rest>
-    void init(const double* p_, const double* q_, double s_, const std::vector<int32_t>& t,
-              const std::vector<int32_t>& env, Rest&& rest) {
-        p = p_;
-        s = s_;
-        tok = t;
-        const std::size_t k = tok.size();
-        q.resize(k);
-        r.resize(k);
-        h.assign(k, 1.0);
-        pi.resize(k);
-        w.assign(k, 0.0);
-        rho.assign(k, 0.0);
-        done.assign(k, 0);
-        for (std::size_t i = 0; i < k; ++i) {
-            q[i] = q_[tok[i]];
-            r[i] = 1.0 / rest(tok[i]);
-            pi[i] = p[tok[i]];
-        }
-        env_a = env_b = fix_a = fix_b = 0.0;
-        for (int32_t y : env) {
-            env_a += q_[y];
-            env_b += q_[y] / rest(y);
-        }
-        o.resize(k);
-        for (std::size_t i = 0; i < k; ++i) o[i] = static_cast<int64_t>(i);
-    }
-    double w_of(int64_t k, double hk, double A, double B) const {
-        return q[k] / s * (r[k] * (A - q[k] * hk) + (B - q[k] * r[k] * hk));
-    }
-    // v[i] = w of o_i with o_0 .. o_{i-1} at weight 0, token kk at weight hkk (kk < 0: none).
-    void scan(int64_t kk, double hkk, std::vector<double>& v) const {
-        auto wt = [&](int64_t k) { return k == kk ? hkk : h[k]; };
-        double A = env_a + fix_a, B = env_b + fix_b;
-        for (int64_t k : o) {
-            A += q[k] * wt(k);
-            B += q[k] * r[k] * wt(k);
-        }
-        v.resize(o.size());
-        for (std::size_t i = 0; i < o.size(); ++i) {
-            const int64_t k = o[i];
-            const double hk = wt(k);
-            v[i] = w_of(k, hk, A, B);
-            A -= q[k] * hk;
-            B -= q[k] * r[k] * hk;
-        }
-    }
-    int64_t retired = 0;  // tokens done
-    void retire(int64_t k) {
-        done[k] = 1;
-        ++retired;
-        const double hk = std::max(0.0, h[k]);
-        fix_a += q[k] * hk;
-        fix_b += q[k] * r[k] * hk;
-    }
-    // One step of the inner rule (as PrefixEventSweep::step). Returns false when every token is done.
-    bool step(std::vector<Chunk>& chunks, std::vector<double>& won) {
-        poll_interrupt_now();
-        o.erase(std::remove_if(o.begin(), o.end(), [&](int64_t k) { return done[k] != 0; }), o.end());
-        if (o.empty()) return false;
-        double A = env_a + fix_a, B = env_b + fix_b;
-        for (int64_t k : o) {
-            A += q[k] * h[k];
-            B += q[k] * r[k] * h[k];
-        }
-        for (int64_t k : o) {
-            w[k] = w_of(k, h[k], A, B);
-            const double R = h[k] * w[k];
-            rho[k] = R > 0.0 ? pi[k] / R : 1e300;
-        }
-        for (std::size_t i = 1; i < o.size(); ++i) {  // insertion sort, descending rho, stable
-            const int64_t x = o[i];
-            std::size_t j = i;
-            while (j > 0 && rho[o[j - 1]] < rho[x]) {
-                o[j] = o[j - 1];
-                --j;
-            }
-            o[j] = x;
-        }
-        const int64_t a = static_cast<int64_t>(o.size());
-        scan(-1, 0.0, v_);
-        s_.resize(a);
-        double cum = 0.0;
-        for (int64_t i = 0; i < a; ++i) {
-            cum += h[o[i]] * v_[i] - pi[o[i]];
-            s_[i] = cum;
-        }
-        int64_t jt = -1;
-        for (int64_t i = 0; i < a; ++i)
-            if (s_[i] <= kTol) {
-                jt = i;
-                break;
-            }
-        const int64_t py = jt >= 0 ? jt : a - 1, k = o[py];
-        const double wy = w[k];
-        const double d = prefix_event_step(
-            o, s_, py, [&](int64_t j) { return h[j]; }, pi[k], wy, v_,
-            [&](double hk, std::vector<double>& v) { scan(k, hk, v); });
-        if (!(d > 0.0) || !(wy > 0.0)) {
-            retire(k);
-            return true;
-        }
-        won[tok[k]] += d * wy;
-        pi[k] -= d * wy;
-        h[k] -= d;
-        chunks.push_back({tok[k], d});
-        if (pi[k] <= kTol * std::max(1.0, p[tok[k]]) || h[k] <= 1e-15) retire(k);
-        return true;
-    }
-
-  private:
-    std::vector<double> v_, s_;
-};
-
 
 }  // namespace mdsd::verif::wor

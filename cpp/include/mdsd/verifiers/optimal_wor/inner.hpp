@@ -29,6 +29,7 @@ inline void Route::greedy_pass(const std::vector<int32_t>& tl, const race::Pair&
                                std::vector<double>& wn, std::vector<double>* hfin, const race::Pair* small) {
     std::vector<double> pt(tl.size());  // p in pass order, gathered at once (a random read per token stalls)
     for (std::size_t i = 0; i < tl.size(); ++i) pt[i] = p[tl[i]];
+    ch.reserve(ch.size() + tl.size());  // at most a chunk per token
     auto lay = [&](int64_t i, double wi) {
         const int32_t y = tl[i];
         double h = 1.0;  // wi = 0: never laid, every draw lands below reject

@@ -74,6 +74,7 @@ inline void Route::outer_system() {
         double best_ex = std::numeric_limits<double>::infinity();
         for (;;) {  // each move splits a segment: at most kc moves
             std::vector<Chunk> chc;
+            chc.reserve(kc);  // the down pass: at most a chunk per token
             std::vector<double> wc(kc, 0.0), hd(kc, 0.0);
             std::vector<char> frozen(kc, 0);
             int64_t iv = -1;  // the first visit that finds Z + y violated

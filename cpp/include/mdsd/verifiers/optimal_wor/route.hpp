@@ -80,6 +80,8 @@ inline double Route::order_floor(InnerOrder o, int64_t group) const {
 }
 
 inline double Route::run_order(InnerOrder o, std::vector<Chunk>& ch, std::vector<double>& wn, int64_t& group) {
+    // about a chunk per inner token and two per event-head token: grown once, not by doubling
+    ch.reserve(ord.size() + 2 * static_cast<std::size_t>(std::min<int64_t>(event_head, ord.size())));
     switch (o) {
         case InnerOrder::Top: return order_top(ch, wn);
         case InnerOrder::ChainBelowGroup: group = needy_group(ord, base); return order_chain(ch, wn, group, false);
