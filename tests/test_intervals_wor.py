@@ -135,7 +135,9 @@ def q_wor(w: np.ndarray, out: float, k: int) -> float:
     return float(prob.sum())
 
 
-def cut_wor(p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int, T: np.ndarray | None = None, cap: bool = True) -> float:
+def cut_wor(
+    p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int, T: np.ndarray | None = None, cap: bool = True
+) -> float:
     """1 + p_max(H) - Q_min(H) without replacement, straight from docs/intervals.md §3 and §3.5 (one
     dense row): Q_min is Q of H's logged q plus the unseen q mass H must hold at the cap
     (``_intervals_worcap.pieces``; one lump if not ``cap``), against the rest. With T (q's top m, a

@@ -21,7 +21,6 @@ from numpy.typing import NDArray
 
 from . import _core
 from ._intervals_fast import row_cells
-from ._intervals_worcap import CAP_PIECES
 from ._validate import check_threads
 from .bound import optimal_acceptance
 
@@ -31,9 +30,10 @@ _B = NDArray[np.bool_]
 #: A row with more structured candidates than this keeps the candidate search for ``high``
 #: (top-20 rows have at most ~1,800; the kernel spends ~0.3 us on each).
 WOR_MAX_ROW_CELLS = 1 << 18
-#: Pieces of the q mass forced into H at most (equal lumps beyond: still a valid bound, §3.5);
-#: ``_intervals_worcap``'s cap, so the kernel and the Python reference run the same bound.
-WOR_HIGH_PIECES = CAP_PIECES
+#: Pieces of the q mass forced into H at most (equal lumps beyond: still a valid bound, §3.5). The
+#: kernel's cost does not grow with it; a completion needs at most |U_q| pieces, so 2^20 is the exact
+#: fill at the cap up to V = 2^20 (the Python reference ``_intervals_worcap`` caps at 64: it pays per piece).
+WOR_HIGH_PIECES = 1 << 20
 
 
 def wor_low(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -> _F:

@@ -117,7 +117,7 @@ struct TruncatedRow {
 // order. Q_min(H) = Q of the weights (q on H, the unseen q mass H must hold in at most `pieces`
 // pieces at the cap t_q: forced_pieces) against the outside total (q off H, plus the unseen q mass
 // that fits off H). pieces = 1 is §3's single lump.
-inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws, int pieces = kCapPieces) {
+inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws, int pieces = kMaxCapPieces) {
     const double *p = row.p, *q = row.q;
     std::vector<double> bs, cs;
     ws.pa.clear();

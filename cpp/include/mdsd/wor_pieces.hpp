@@ -3,7 +3,9 @@
 // exact smallest Q over completions (Schur-concavity); more clocks than `most` become `most` equal
 // clocks of f / most >= t_q, which majorise the pieces, so Q only falls and the bound stays valid.
 // Equal clocks ring a binomial count, so their count's law below k is closed form on every node
-// whatever their number: `most` only keeps the binomial coefficients in range (C(4096, 63) < 1e144).
+// whatever their number: the cost does not grow with `most`, which only keeps the binomial
+// coefficients in range (C(2^20, 63) b^63 < 1e293). A completion needs f <= t_q |U_q|, so a cap of
+// 2^20 never merges on a vocabulary up to 2^20 tokens: the fill at the cap exactly.
 #pragma once
 
 #include <algorithm>
@@ -16,9 +18,7 @@
 
 namespace mdsd {
 
-// python/mdsd_fast/_intervals_worcap.py::CAP_PIECES is the same cap (the tests compare the two).
-constexpr int kCapPieces = 64;
-constexpr int kMaxCapPieces = 4096;
+constexpr int kMaxCapPieces = 1 << 20;
 
 // m clocks of rate `size` and, if rem > 0, one of rate rem (as _intervals_worcap.pieces).
 struct ForcedPieces {
@@ -42,9 +42,9 @@ inline ForcedPieces forced_pieces(double f, double cap, int most) {
 // R[c][g] = Pr[the pieces ring at most k - 1 - c times by t_g], c < k, on nodes g < G of the race's
 // grid (rates in its scaled unit): Fbar with the pieces is sum_c P[c] R[c] (P: the other clocks of H).
 // `e`, `b`, `e2`, `b2` and `pmf` ((k + 1) G) are scratch.
-inline void pieces_tail_table(const race::WorRace& r, const ForcedPieces& fp, int k, double* R,
-                              std::vector<double>& e, std::vector<double>& b, std::vector<double>& e2,
-                              std::vector<double>& b2, std::vector<double>& pmf) {
+inline void pieces_tail_table(const race::WorRace& r, const ForcedPieces& fp, int k, double* R, std::vector<double>& e,
+                              std::vector<double>& b, std::vector<double>& e2, std::vector<double>& b2,
+                              std::vector<double>& pmf) {
     const int64_t G = r.G, m = fp.m;
     const int J = static_cast<int>(std::min<int64_t>(m, k - 1));  // counts above k - 1 never matter
     e.resize(G);
@@ -54,8 +54,9 @@ inline void pieces_tail_table(const race::WorRace& r, const ForcedPieces& fp, in
     pmf.assign(static_cast<std::size_t>(k + 1) * G, 0.0);
     race::factor_chain(r.t.data(), G, r.M, r.M, fp.size * r.scale, e.data(), b.data());
     // e^{-(m - J) size t}: the part of every term's survival factor that no count below k changes
-    if (m > J) race::factor_chain(r.t.data(), G, r.M, r.M, static_cast<double>(m - J) * fp.size * r.scale,
-                                  e2.data(), b2.data());
+    if (m > J)
+        race::factor_chain(r.t.data(), G, r.M, r.M, static_cast<double>(m - J) * fp.size * r.scale, e2.data(),
+                           b2.data());
     else std::fill(e2.begin(), e2.end(), 1.0);
     // pmf[j] = C(m, j) b^j e^{J - j} e^{-(m - J) size t}, j <= J: products of factors <= 1, the
     // survival factor built from j = J down (no division by an e that may underflow)
