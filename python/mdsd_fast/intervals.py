@@ -378,9 +378,13 @@ def _parts(p: ArrayLike, q: ArrayLike) -> tuple[Parts, Parts, int, bool]:
     return dense_parts("p", pl.x, COMPLETE_TOL), dense_parts("q", ql.x, COMPLETE_TOL), pl.x.shape[1], pb or qb
 
 
-def _take(pl: _Log, ql: _Log, rows: _B) -> list[_Log]:
+def _take(pl: _Log, ql: _Log, rows: _B) -> tuple[_Log, _Log]:
     """The union-layout logs of some rows."""
-    return [_Log(*(np.asarray(f)[rows] for f in (lg.x, lg.unseen, lg.u, lg.t, lg.hidden))) for lg in (pl, ql)]
+
+    def one(lg: _Log) -> _Log:
+        return _Log(lg.x[rows], lg.unseen[rows], lg.u[rows], lg.t[rows], np.asarray(lg.hidden)[rows])
+
+    return one(pl), one(ql)
 
 
 def _bounds(
@@ -435,7 +439,8 @@ def _bounds(
         if witnesses and scheme == "wor":  # bracket the largest alpha*_wor: a local search, the caps (§3.4-3.5)
             whi = np.fmax(whi, wor_witness(pl, ql, n, threads=threads).witness)
             if (~fast).any():  # the kernel's high already holds the caps on its rows (§3.5)
-                hi[~fast] = np.minimum(hi[~fast], wor_cap_high(*_take(pl, ql, ~fast), n, threads=threads))
+                big = _take(pl, ql, ~fast)
+                hi[~fast] = np.minimum(hi[~fast], wor_cap_high(big[0], big[1], n, threads=threads))
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
     hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)
     return lo, hi, wlo, whi, batched
