@@ -210,6 +210,27 @@ def do_bounds(n: int) -> dict[str, Any]:
     return res
 
 
+def do_wor_bounds(n: int) -> dict[str, Any]:
+    """acceptance_bounds on n truncated top-20 rows, "wor" n = 4 and 2 and "iid" n = 4 (the control),
+    in calls of 16 rows: positions per CPU-second of each (session 17's side-by-side measurement)."""
+    from mdsd_fast import TopK, acceptance_bounds
+
+    tp, tq = truncated_topk(n)
+    res: dict[str, Any] = dict(step="wor_bounds", positions=n)
+    for scheme, k in (("wor", 4), ("wor", 2), ("iid", 4)):
+        t0 = time.process_time()
+        width = []
+        for a in range(0, n, 16):
+            sl = slice(a, a + 16)
+            lo, hi = acceptance_bounds(
+                TopK(tp.ids[sl], tp.values[sl], V), TopK(tq.ids[sl], tq.values[sl], V), k, scheme
+            )
+            width.append(hi - lo)
+        dt = time.process_time() - t0
+        res[f"{scheme}{k}"] = dict(pos_per_cpu_s=n / dt, mean_width=float(np.concatenate(width).mean()))
+    return res
+
+
 def package_at(ref: str, dest: Path) -> str:
     """The package's Python sources at git ref ``ref``, with the C++ extension this run imports
     (python-only changes), unpacked under dest: a PYTHONPATH for "before" measurements."""
@@ -296,6 +317,7 @@ def main() -> int:
         fn: dict[str, Any] = dict(
             truncated=do_truncated,
             bounds=do_bounds,
+            wor_bounds=do_wor_bounds,
             write=do_write,
             npz=do_npz,
             read=do_read,

@@ -27,6 +27,7 @@ from test_intervals_fast import logs
 
 import mdsd_fast as mf
 from mdsd_fast import _core
+from mdsd_fast import _intervals_worcap as wc
 from mdsd_fast import intervals as iv
 
 sp = pytest.importorskip("scipy.sparse")
@@ -134,16 +135,20 @@ def q_wor(w: np.ndarray, out: float, k: int) -> float:
     return float(prob.sum())
 
 
-def cut_wor(p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int, T: np.ndarray | None = None) -> float:
-    """1 + p_max(H) - Q_min(H) without replacement, straight from docs/intervals.md §3 (one dense
-    row): Q_min is Q of H's logged q plus one lump of the unseen q mass H must hold, against the rest.
-    With T (q's top m, a subset of H) Q is the k random draws' after T, on q off T."""
+def cut_wor(
+    p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int, T: np.ndarray | None = None, cap: bool = True
+) -> float:
+    """1 + p_max(H) - Q_min(H) without replacement, straight from docs/intervals.md §3 and §3.5 (one
+    dense row): Q_min is Q of H's logged q plus the unseen q mass H must hold at the cap
+    (``_intervals_worcap.pieces``; one lump if not ``cap``), against the rest. With T (q's top m, a
+    subset of H) Q is the k random draws' after T, on q off T."""
     up, uq = max(0.0, 1 - p.sum()), max(0.0, 1 - q.sum())
     up, uq = (0.0 if up < 1e-12 else up), (0.0 if uq < 1e-12 else uq)
     tp, tq = p[p > 0].min(), q[q > 0].min()
     p_max = p[H].sum() + min(up, tp * (H & (p == 0)).sum())
     room = tq * (~H & (q == 0)).sum()
-    w = np.append(q[H & (q > 0) & (True if T is None else ~T)], max(0.0, uq - room))
+    f = max(0.0, uq - room)
+    w = np.append(q[H & (q > 0) & (True if T is None else ~T)], wc.pieces(f, tq) if cap and f > 1e-15 else f)
     return float(1 + p_max - q_wor(w[w > 0], q[~H].sum() + min(uq, room), k))
 
 

@@ -24,6 +24,7 @@ import pytest
 from test_intervals_tight import rows, splits
 
 import mdsd_fast as mf
+from mdsd_fast import _intervals_wor as iw
 from mdsd_fast import _intervals_worcap as wc
 from mdsd_fast import _intervals_worwit as ww
 from mdsd_fast import intervals as iv
@@ -159,13 +160,15 @@ def test_cap_aware_q_min_is_the_smallest_q_over_completions(n: int) -> None:
 @pytest.mark.parametrize(("gen", "n"), [("v6", 2), ("v40", 2), ("v40", 4)])
 def test_cap_aware_high_is_valid_and_lowers_high(gen: str, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """The cap-aware bound (``_intervals_worcap``) is never below a completion's alpha*_wor (the
-    witness, and on V = 6 every grid completion), never above the function's high, and below it on
-    some rows. Negative control: pieces at a quarter of the cap (finer than a completion must be: Q too large)
+    witness, and on V = 6 every grid completion), never above the single lump's high, and below it
+    on some rows. Negative control: pieces at a quarter of the cap (finer than a completion must be: Q too large)
     go below a witness."""
     p, q = rows(21, 12) if gen == "v6" else wide_rows(2, 12)
     pl, ql = layout(p, q)
     cap = wc.wor_cap_high(pl, ql, n)
-    hi = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[1]
+    with monkeypatch.context() as mp:  # the single lump's high (§3), which the caps lower
+        mp.setattr(iw, "WOR_HIGH_PIECES", 1)
+        hi = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[1]
     w = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS, witnesses=True)[3]
     assert np.all(cap >= w - 1e-12) and np.all(np.minimum(cap, hi) <= hi)
     assert np.any(cap < hi - 1e-3)

@@ -54,8 +54,10 @@ F64 bucket_alpha(const F64& p, const F64& q, const F64& u, int k, int threads) {
 }
 
 F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp, const F64& uq, const F64& tq,
-            int k, const F64& p_top, const I64& n_tc, int threads) {
+            int k, const F64& p_top, const I64& n_tc, int pieces, int threads) {
     check_rows(p, q, k);
+    if (pieces < 1 || pieces > mdsd::kMaxCapPieces)
+        throw std::invalid_argument("pieces: must be in 1..2^20, got " + std::to_string(pieces));
     const int64_t B = p.shape(0), L = p.shape(1);
     if (hidden.ndim() != 1 || hidden.shape(0) != B) throw std::invalid_argument("hidden: expected a (B,) array");
     for (int64_t r = 0; r < B; ++r)
@@ -77,7 +79,7 @@ F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const 
                                          hidden.data()[r], up.data()[r],     tp.data()[r],
                                          uq.data()[r],     tq.data()[r],     p_top.data()[r],
                                          n_tc.data()[r]};
-            o[r] = mdsd::wor_cut_min(row, k, ws);
+            o[r] = mdsd::wor_cut_min(row, k, ws, pieces);
         });
     }
     return out;
@@ -92,9 +94,12 @@ void register_bounds(py::module_& m) {
           "plus a Poisson bucket of mass u (> 0) in every H: the low end of acceptance_bounds for \"wor\"\n"
           "(docs/intervals.md §2). p, q: (B, L) logged values, u: (B,).");
     m.def("wor_cut_min", &cut_min, py::arg("p"), py::arg("q"), py::arg("hidden"), py::arg("up"), py::arg("tp"),
-          py::arg("uq"), py::arg("tq"), py::arg("k"), py::arg("p_top"), py::arg("n_tc"), py::arg("threads") = 1,
+          py::arg("uq"), py::arg("tq"), py::arg("k"), py::arg("p_top"), py::arg("n_tc"),
+          py::arg("pieces") = mdsd::kMaxCapPieces, py::arg("threads") = 1,
           "Per row: min over every H of 1 + p_max(H) - Q_min(H) for k draws without replacement: the high\n"
           "end of acceptance_bounds for \"wor\" (docs/intervals.md §3.2). p, q: (B, L) on the union layout;\n"
           "hidden: tokens logged in neither; up, tp, uq, tq: unseen masses and caps, (B,); for top<m>+wor\n"
-          "T's columns zeroed, p_top = p(T) and n_tc = its p-unseen tokens (zeros for wor), (B,).");
+          "T's columns zeroed, p_top = p(T) and n_tc = its p-unseen tokens (zeros for wor), (B,); pieces:\n"
+          "the q mass forced into H at the cap t_q in at most this many pieces, equal lumps beyond (§3.5;\n"
+          "1: one lump, §3; the default 2^20 never merges below 2^20 unseen tokens).");
 }

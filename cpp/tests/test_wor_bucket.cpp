@@ -4,9 +4,14 @@
 //     below theirs, never above by more than C(k, 2) / J, the gap shrinking with J;
 //   * the lump correction (Fbar - b_lump P[k-1] in race_integral) against adding the lump as one
 //     more token and calling value(): equal to 1e-15;
-//   * wor_bucket_alpha against the minimum over every prefix of the same scan with the J tokens.
+//   * wor_bucket_alpha against the minimum over every prefix of the same scan with the J tokens;
+//   * the forced mass at the cap (mdsd/wor_pieces.hpp): the pieces' tail table against adding the
+//     pieces as tokens and calling value() (1e-13, 1 to 90 pieces, with and without a remainder),
+//     2,000 pieces as tokens, 10^5 against their Poisson limit (the bucket), and forced_pieces' split
+//     (whole pieces, the remainder, equal lumps beyond the cap).
 #include "mdsd/wor_bucket.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <vector>
 
@@ -106,6 +111,77 @@ int main() {
         }
         const double aj = 1.0 + best, pairs = k * (k - 1) / 2.0;
         CHECK_MSG(a <= aj + 1e-12 && a >= aj - pairs / J - 1e-12, "bucket %.15g, J phantoms %.15g", a, aj);
+    }
+    // the pieces' binomial tail against the pieces as tokens
+    for (int rep = 0; rep < 60; ++rep) {
+        const int k = 2 + rep % 6;
+        std::vector<double> w(rep % 4);
+        for (double& x : w) x = g.uniform(0.01, 0.2);
+        const double cap = g.uniform(0.002, 0.05), lam = g.uniform(0.02, 0.4);
+        const double f = cap * (rep % 3 == 0 ? 1.0 + rep / 2 : g.uniform(1.0, 90.0));
+        mdsd::ForcedPieces fp = mdsd::forced_pieces(f, cap, rep % 5 == 0 ? 8 : 64);
+        double tot = lam + f;
+        for (double x : w) tot += x;
+        std::vector<double> ws_(w);
+        for (double& x : ws_) x /= tot;  // rates summing to 1, as on a row
+        const double lt = lam / tot;
+        fp.size /= tot;
+        fp.rem /= tot;
+        check::context("pieces rep %d, k %d, m %lld, rem %.3g", rep, k, static_cast<long long>(fp.m), fp.rem);
+        CHECK(fp.m >= 1 && fp.clocks() <= (rep % 5 == 0 ? 8 : 64));
+        CHECK_NEAR(static_cast<double>(fp.m) * fp.size + fp.rem, f / tot, 1e-12 * f / tot + 1e-17);
+        mdsd::race::WorRace r;
+        r.defer = false;
+        r.reset(k, lt);
+        for (double x : ws_) r.add(x);
+        const int64_t G = r.G;
+        std::vector<double> R(static_cast<std::size_t>(k) * G), e, b, e2, b2, pmf, fb(G, 0.0), ee(G), bb(G);
+        mdsd::pieces_tail_table(r, fp, k, R.data(), e, b, e2, b2, pmf);
+        for (int c = 0; c < k; ++c)
+            for (int64_t gi = 0; gi < r.g_sat; ++gi)
+                fb[gi] += r.P[static_cast<std::size_t>(c) * G + gi] * R[static_cast<std::size_t>(c) * G + gi];
+        const double table = mdsd::race_integral(r, fb.data(), lt, ee.data(), bb.data());
+        for (int64_t j = 0; j < fp.m; ++j) r.add(fp.size);
+        if (fp.rem > 0.0) r.add(fp.rem);
+        CHECK_NEAR(table, r.value(0.0, lt), 1e-13);
+    }
+    // many pieces: 2,000 as tokens (1e-13), and 10^5 against their Poisson limit, the bucket (within
+    // the C(k, 2) / m of the coupling, docs/intervals.md §2)
+    for (int rep = 0; rep < 8; ++rep) {
+        const int k = 2 + rep % 4;
+        const double f = g.uniform(0.2, 0.5), lam = g.uniform(0.1, 0.3), w0 = 1.0 - f - lam;
+        check::context("many pieces rep %d, k %d", rep, k);
+        for (int64_t m : {int64_t{2000}, int64_t{100000}}) {
+            const mdsd::ForcedPieces fp = mdsd::forced_pieces(f, f / static_cast<double>(m), mdsd::kMaxCapPieces);
+            CHECK(fp.m == m && fp.rem == 0.0);
+            mdsd::race::WorRace r;
+            r.defer = false;
+            r.reset(k, lam);
+            r.add(w0);
+            const int64_t G = r.G;
+            std::vector<double> R(static_cast<std::size_t>(k) * G), e, b, e2, b2, pmf, fb(G, 0.0), ee(G), bb(G);
+            mdsd::pieces_tail_table(r, fp, k, R.data(), e, b, e2, b2, pmf);
+            for (int c = 0; c < k; ++c)
+                for (int64_t gi = 0; gi < r.g_sat; ++gi)
+                    fb[gi] += r.P[static_cast<std::size_t>(c) * G + gi] * R[static_cast<std::size_t>(c) * G + gi];
+            const double table = mdsd::race_integral(r, fb.data(), lam, ee.data(), bb.data());
+            if (m == 2000) {
+                for (int64_t j = 0; j < m; ++j) r.add(fp.size);
+                CHECK_NEAR(table, r.value(0.0, lam), 1e-13);
+            } else {
+                const double qb = q_bucket({w0}, f, lam, k, 0), pairs = k * (k - 1) / 2.0;
+                CHECK_MSG(table <= qb + 1e-13 && table >= qb - pairs / static_cast<double>(m) - 1e-13,
+                          "table %.15g bucket %.15g", table, qb);
+            }
+        }
+    }
+    {  // the split: whole pieces and the remainder; beyond the cap, equal lumps of f / most >= cap
+        check::context("forced_pieces");
+        const mdsd::ForcedPieces a = mdsd::forced_pieces(0.35, 0.1, 64), c = mdsd::forced_pieces(10.0, 0.1, 64);
+        CHECK(a.m == 3 && std::abs(a.size - 0.1) < 1e-15 && std::abs(a.rem - 0.05) < 1e-12);
+        CHECK(c.m == 64 && c.rem == 0.0 && c.size >= 0.1);
+        CHECK(mdsd::forced_pieces(0.0, 0.1, 64).clocks() == 0 && mdsd::forced_pieces(0.35, 0.1, 1).clocks() == 1);
+        CHECK(mdsd::forced_pieces(0.05, 0.1, 64).m == 1 && mdsd::forced_pieces(0.05, 0.1, 64).rem == 0.0);
     }
     return check::summary("test_wor_bucket");
 }

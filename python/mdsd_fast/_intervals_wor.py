@@ -7,8 +7,9 @@ a time, so no row's result depends on the others, on the padding or on the chunk
   infinitely many phantoms, docs/intervals.md §2), instead of J = 32,768 phantom columns and the
   C(k, 2) / J their split could cost. Rows with no unseen q mass need no bucket: alpha* of the
   pair with p's unseen mass on one never-drafted phantom, as for i.i.d. drafts.
-* ``wor_high``: the smallest cut bound over **every** H (holding T for "top<m>+wor"), from
-  structured candidates (docs/intervals.md §3.2), instead of the certificates of a candidate search.
+* ``wor_high``: the smallest cut bound over §3.2's structured sets H (holding T for "top<m>+wor"),
+  instead of the certificates of a candidate search, with the q mass forced into H at the cap in at
+  most ``WOR_HIGH_PIECES`` pieces (docs/intervals.md §3.5; 1 is §3's single lump).
 """
 
 from __future__ import annotations
@@ -29,6 +30,10 @@ _B = NDArray[np.bool_]
 #: A row with more structured candidates than this keeps the candidate search for ``high``
 #: (top-20 rows have at most ~1,800; the kernel spends ~0.3 us on each).
 WOR_MAX_ROW_CELLS = 1 << 18
+#: Pieces of the q mass forced into H at most (equal lumps beyond: still a valid bound, §3.5). The
+#: kernel's cost does not grow with it; a completion needs at most |U_q| pieces, so 2^20 is the exact
+#: fill at the cap up to V = 2^20 (the Python reference ``_intervals_worcap`` caps at 64: it pays per piece).
+WOR_HIGH_PIECES = 1 << 20
 
 
 def wor_low(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -> _F:
@@ -70,7 +75,7 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
     """min over every H holding T of ``1 + p_max(H) - Q_min(H)`` for n - m draws without
     replacement after the top m tokens T of q, on the union layout (``p.hidden``: the tokens logged
     in neither). T's columns are zeroed and enter as p(T) and its p-unseen count; Q is the random
-    part's, on q off T (docs/intervals.md §3.2)."""
+    part's, on q off T (docs/intervals.md §3.2), with the forced q mass at the cap (§3.5)."""
     off = ~T
     return np.asarray(
         _core.wor_cut_min(
@@ -84,6 +89,7 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
             n - m,
             (p.x * T).sum(axis=1),
             (T & p.unseen).sum(axis=1).astype(np.int64),
+            pieces=WOR_HIGH_PIECES,
             threads=check_threads(threads),
         ),
         dtype=np.float64,

@@ -15,7 +15,8 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
   where ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
   completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
   (``_intervals_fast.iid_high``: the bound depends on H through a few sums), and for "wor" too
-  (``_intervals_wor.wor_high``: a few structured sets per size); for oversized rows it is over
+  (``_intervals_wor.wor_high``: a few structured sets per size, with the q mass forced into H at
+  the cap, docs/intervals.md §3.5); for oversized rows it is over
   candidates, the certificates of extreme completions and of a Frank-Wolfe search.
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
@@ -377,6 +378,15 @@ def _parts(p: ArrayLike, q: ArrayLike) -> tuple[Parts, Parts, int, bool]:
     return dense_parts("p", pl.x, COMPLETE_TOL), dense_parts("q", ql.x, COMPLETE_TOL), pl.x.shape[1], pb or qb
 
 
+def _take(pl: _Log, ql: _Log, rows: _B) -> tuple[_Log, _Log]:
+    """The union-layout logs of some rows."""
+
+    def one(lg: _Log) -> _Log:
+        return _Log(lg.x[rows], lg.unseen[rows], lg.u[rows], lg.t[rows], np.asarray(lg.hidden)[rows])
+
+    return one(pl), one(ql)
+
+
 def _bounds(
     p: ArrayLike, q: ArrayLike, n: int, scheme: str, steps: int, witnesses: bool = False, *, threads: int | None = None
 ) -> tuple[_F, _F, _F, _F, bool]:
@@ -413,7 +423,7 @@ def _bounds(
         else:
             fast = row_cells(a, ql.unseen.sum(axis=1), pl.unseen.sum(axis=1)) <= MAX_ROW_CELLS
         if fast.any():  # every H at once (docs/intervals.md §3.1, §3.2)
-            sub = [_Log(*(np.asarray(f)[fast] for f in (lg.x, lg.unseen, lg.u, lg.t, lg.hidden))) for lg in (pl, ql)]
+            sub = _take(pl, ql, fast)
             hi[fast] = (
                 wor_high(sub[0], sub[1], T[fast], n, m, threads) if wor else iid_high(sub[0], sub[1], T[fast], n - m)
             )
@@ -428,7 +438,9 @@ def _bounds(
             whi, hi = np.fmax(whi, br.witness), np.minimum(hi, br.high)
         if witnesses and scheme == "wor":  # bracket the largest alpha*_wor: a local search, the caps (§3.4-3.5)
             whi = np.fmax(whi, wor_witness(pl, ql, n, threads=threads).witness)
-            hi = np.minimum(hi, wor_cap_high(pl, ql, n, threads=threads))
+            if (~fast).any():  # the kernel's high already holds the caps on its rows (§3.5)
+                big = _take(pl, ql, ~fast)
+                hi[~fast] = np.minimum(hi[~fast], wor_cap_high(big[0], big[1], n, threads=threads))
     lo = np.clip(lo - BOUND_SLACK, 0.0, 1.0)
     hi = np.clip(hi + BOUND_SLACK, 0.0, 1.0)
     return lo, hi, wlo, whi, batched

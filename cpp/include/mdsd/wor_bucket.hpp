@@ -7,9 +7,10 @@
 //     instead of 0, and no phantom column is needed.
 //   * wor_cut_min (the high end): the smallest cut bound 1 + p_max(H) - Q_min(H) over every H, from
 //     a few structured candidates (cheapest B, heaviest C, none or all of D, prefixes of A in ratio
-//     order). Q_min(H) holds one "lump" token of the q mass forced into H; a single extra token
-//     changes the count's tail in closed form, Fbar' = Fbar - b_lump P[k-1], so every lump shares
-//     one race state.
+//     order). Q_min(H) holds the q mass forced into H at the cap (mdsd/wor_pieces.hpp, §3.5), or as
+//     one "lump" token with pieces = 1 (§3); either changes the count's tail in closed form (one
+//     token: Fbar' = Fbar - b_lump P[k-1]; equal pieces: a binomial count), so every lump shares one
+//     race state.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include "mdsd/order.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/prefix_mass.hpp"
+#include "mdsd/wor_pieces.hpp"
 
 namespace mdsd {
 
@@ -55,7 +57,7 @@ inline double race_integral(const race::WorRace& r, const double* fbar, double l
 struct WorBoundsWorkspace {
     OrderWorkspace ow;
     std::vector<int32_t> order;
-    std::vector<double> pa, qa, lam, fbar, last, lump_b, corr, e, b, sav;
+    std::vector<double> pa, qa, lam, fbar, last, lump_b, corr, e, b, sav, e2, b2, pmf;
     std::vector<double> cum_b, cum_c, suf_c, PA, SA, suf_a;
     race::WorRace race;
 };
@@ -112,9 +114,10 @@ struct TruncatedRow {
 // min over every token set H of 1 + p_max(H) - Q_min(H) for k draws without replacement
 // (docs/intervals.md §3.2): A = logged in both, B = in p only, C = in q only. H takes the h_B
 // cheapest (p) tokens of B, the h_C heaviest (q) of C, none or all of D and a prefix of A in ratio
-// order. Q_min(H) = Q of the weights (q on H, a lump of the unseen q mass H must hold) against
-// the outside total (q off H, plus the unseen q mass that fits off H).
-inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws) {
+// order. Q_min(H) = Q of the weights (q on H, the unseen q mass H must hold in at most `pieces`
+// pieces at the cap t_q: forced_pieces) against the outside total (q off H, plus the unseen q mass
+// that fits off H). pieces = 1 is §3's single lump.
+inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws, int pieces = kMaxCapPieces) {
     const double *p = row.p, *q = row.q;
     std::vector<double> bs, cs;
     ws.pa.clear();
@@ -151,6 +154,7 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
     struct Lump {
         double pB, lump, off;
         int64_t d;
+        ForcedPieces fp;
     };
     std::vector<Lump> lumps;
     for (int64_t d : {int64_t{0}, nD}) {
@@ -162,7 +166,7 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
             if (lump == prev_lump && off == prev_off) continue;
             prev_lump = lump;
             prev_off = off;
-            lumps.push_back(Lump{ws.cum_b[hb], lump, off, d});
+            lumps.push_back(Lump{ws.cum_b[hb], lump, off, d, forced_pieces(lump, row.tq, pieces)});
         }
     }
     const double total = ws.suf_c[0] + ws.suf_a[0] + row.uq;
@@ -183,10 +187,15 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
     ws.corr.assign(G, 0.0);
     ws.e.resize(G);
     ws.b.resize(G);
-    ws.lump_b.assign(static_cast<std::size_t>(lumps.size()) * G, 0.0);
-    for (std::size_t f = 0; f < lumps.size(); ++f)  // 1 - e^{-lump t} on every node
-        if (lumps[f].lump > 0.0)
-            race::factor_chain(r.t.data(), G, r.M, r.M, lumps[f].lump * r.scale, ws.e.data(), ws.lump_b.data() + f * G);
+    // per lump: 1 - e^{-lump t} on every node (one clock), or the pieces' tail table (k rows of G)
+    const std::size_t stride = static_cast<std::size_t>(k) * G;
+    ws.lump_b.assign(lumps.size() * stride, 0.0);
+    for (std::size_t f = 0; f < lumps.size(); ++f) {
+        double* tab = ws.lump_b.data() + f * stride;
+        if (lumps[f].fp.clocks() == 1)
+            race::factor_chain(r.t.data(), G, r.M, r.M, lumps[f].lump * r.scale, ws.e.data(), tab);
+        else if (lumps[f].fp.clocks() > 1) pieces_tail_table(r, lumps[f].fp, k, tab, ws.e, ws.b, ws.e2, ws.b2, ws.pmf);
+    }
 
     double best = 1.0;
     int64_t gs = 0;
@@ -209,15 +218,23 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
                 const double p_in =
                     row.p_T + lp.pB + ws.PA[j] + std::min(row.up, row.tp * static_cast<double>(row.n_tc + hc + lp.d));
                 const double lam = out + lp.off, w = w_in + lp.lump;
-                const int64_t tokens = count + (lp.lump > 0.0);
+                const int64_t tokens = count + lp.fp.clocks();
                 double Q;
                 if (tokens < k) Q = 0.0;
                 else if (!(lam > 0.0)) Q = 1.0;
                 else {
                     if (1.0 + p_in - std::pow(w / (w + lam), k) >= best) continue;  // Q_wor <= (q share of H)^k
-                    if (lp.lump > 0.0) {
-                        const double* bl = ws.lump_b.data() + f * G;
-                        for (int64_t g = 0; g < r.g_sat; ++g) ws.corr[g] = ws.fbar[g] - ws.last[g] * bl[g];
+                    const double* tab = ws.lump_b.data() + f * stride;
+                    if (lp.fp.clocks() == 1) {
+                        for (int64_t g = 0; g < r.g_sat; ++g) ws.corr[g] = ws.fbar[g] - ws.last[g] * tab[g];
+                        Q = race_integral(r, ws.corr.data(), lam, ws.e.data(), ws.b.data());
+                    } else if (lp.fp.clocks() > 1) {  // Fbar with the pieces: sum_c P[c] R[c]
+                        std::fill_n(ws.corr.begin(), r.g_sat, 0.0);
+                        for (int c = 0; c < k; ++c) {
+                            const double* Pc = r.P.data() + static_cast<std::size_t>(c) * G;
+                            const double* Rc = tab + static_cast<std::size_t>(c) * G;
+                            for (int64_t g = 0; g < r.g_sat; ++g) ws.corr[g] += Pc[g] * Rc[g];
+                        }
                         Q = race_integral(r, ws.corr.data(), lam, ws.e.data(), ws.b.data());
                     } else Q = race_integral(r, ws.fbar.data(), lam, ws.e.data(), ws.b.data());
                 }
