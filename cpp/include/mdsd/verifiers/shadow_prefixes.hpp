@@ -8,9 +8,10 @@
 // run of consecutive positions: runs of equal leading ratio bits (remaining_bucketed's buckets),
 // also cut at every draft's position, so each draft's prefix ends on a run boundary and is exact
 // without sorting anything. A run enters the pass as its bound copy (remaining_bucketed's two
-// pseudo-tokens); a run whose bound copy owns a segment at ANY of the reads is entered token by
-// token and the pass repeats, until no read has a bound copy on it. Each read is then the envelope
-// of its prefix exactly (the bucket theorem, per read).
+// pseudo-tokens); a run whose bound copy owns a segment a read needs splits into runs on more
+// ratio bits (a small one into its tokens) and the pass repeats, until no read has a bound copy
+// where it is needed. Each read is then the envelope of its prefix exactly there (the bucket
+// theorem, per read).
 #pragma once
 
 #include <algorithm>
@@ -30,6 +31,10 @@ struct NeedRange {
 };
 using SegmentNeed = std::function<void(int, const std::vector<Seg>&, std::vector<NeedRange>&)>;
 
+// A refined run splits on kSubBits more ratio bits; one of at most kTokenRun tokens, into its tokens.
+constexpr int kSubBits = 4;
+constexpr int64_t kTokenRun = 16;
+
 // levels[k] = remaining(s, cq, cp, pos[k]) for k < m, by ascending level. cq, cp: the q and p of
 // the system's tokens in cutting order (make_row's copies); pos: any positions (repeats allowed).
 // max_buckets <= 0: no bound copies (every token entered, one pass). every_read = false (the tests'
@@ -48,47 +53,68 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
     levels.assign(static_cast<std::size_t>(m), {});
     int64_t K = 0;
     for (int k = 0; k < m; ++k) K = std::max(K, pos[k]);
-    // runs [rs[u], rs[u + 1]) of consecutive positions below K
-    std::vector<int64_t> rs;
-    auto key = [&](int64_t k) { return ratio_key(cp[k], cq[k]); };
-    std::vector<int64_t> cuts(pos, pos + m);
-    std::sort(cuts.begin(), cuts.end());
-    rs.push_back(0);
-    if (max_buckets > 0 && K > 0) {
-        const KeyBuckets kb = key_buckets_of(K, key, max_buckets);
-        std::size_t c = 0;
-        uint64_t prev = kb.of(key(0));
-        for (int64_t k = 1; k < K; ++k) {
-            const uint64_t b = kb.of(key(k));
-            while (c < cuts.size() && cuts[c] < k) ++c;
-            if (b != prev || (c < cuts.size() && cuts[c] == k)) rs.push_back(k);
-            prev = b;
-        }
-    } else {
-        for (int64_t k = 1; k < K; ++k) rs.push_back(k);
-    }
-    rs.push_back(K);
-    const int64_t U = static_cast<int64_t>(rs.size()) - 1;
     if (K == 0) {
         for (int k = 0; k < m; ++k)
             if (s.H > 0.0) levels[k].push_back({s.lo, s.lo + s.H});
         if (bound) bound->assign(static_cast<std::size_t>(m), std::vector<char>(s.H > 0.0 ? 1 : 0, 0));
         return;
     }
-    std::vector<double> Q(U, 0.0), P(U, 0.0), rlo(U, std::numeric_limits<double>::infinity()), rhi(U, 0.0);
-    for (int64_t u = 0; u < U; ++u)
-        for (int64_t k = rs[u]; k < rs[u + 1]; ++k) {
-            Q[u] += cq[k];
-            P[u] += cp[k];
+    auto key = [&](int64_t k) { return ratio_key(cp[k], cq[k]); };
+    std::vector<int64_t> cuts(pos, pos + m);
+    std::sort(cuts.begin(), cuts.end());
+    // runs of consecutive positions below K: equal leading ratio bits, cut at every read
+    struct Run {
+        int64_t b, e;
+        double Q = 0.0, P = 0.0, rlo = std::numeric_limits<double>::infinity(), rhi = 0.0;
+        int shift = 0;
+        bool tokens = false;  // entered token by token
+    };
+    std::vector<Run> runs, next;
+    auto close = [&](Run& g) {
+        for (int64_t k = g.b; k < g.e; ++k) {
+            g.Q += cq[k];
+            g.P += cp[k];
             const double r = cp[k] / cq[k];
-            rlo[u] = std::min(rlo[u], r);
-            rhi[u] = std::max(rhi[u], r);
+            g.rlo = std::min(g.rlo, r);
+            g.rhi = std::max(g.rhi, r);
         }
+    };
+    // [b, e) cut where key >> shift changes (or at a read), appended to out
+    uint64_t kmin = 0;
+    auto split = [&](int64_t b, int64_t e, int shift, std::vector<Run>& out) {
+        std::size_t c = std::lower_bound(cuts.begin(), cuts.end(), b + 1) - cuts.begin();
+        int64_t from = b;
+        uint64_t prev = (key(b) - kmin) >> shift;
+        for (int64_t k = b + 1; k < e; ++k) {
+            const uint64_t u = (key(k) - kmin) >> shift;
+            while (c < cuts.size() && cuts[c] < k) ++c;
+            if (u != prev || (c < cuts.size() && cuts[c] == k)) {
+                out.push_back({from, k});
+                out.back().shift = shift;
+                close(out.back());
+                from = k;
+            }
+            prev = u;
+        }
+        out.push_back({from, e});
+        out.back().shift = shift;
+        close(out.back());
+    };
+    if (max_buckets > 0) {
+        const KeyBuckets kb = key_buckets_of(K, key, max_buckets);
+        kmin = kb.kmin;
+        split(0, K, kb.shift, runs);
+    } else {  // every token its own copy
+        for (int64_t k = 0; k < K; ++k) {
+            runs.push_back({k, k + 1});
+            runs.back().tokens = true;
+        }
+    }
     // reads by position: the run u at which read k is taken (its prefix ends where run u starts)
     std::vector<int> by_pos(static_cast<std::size_t>(m));
     for (int k = 0; k < m; ++k) by_pos[k] = k;
     std::sort(by_pos.begin(), by_pos.end(), [&](int a, int b) { return pos[a] < pos[b]; });
-    std::vector<char> refine(U, 0);
+    std::vector<char> refine;
     std::vector<NeedRange> ranges;
     if (bound) bound->assign(static_cast<std::size_t>(m), {});
     std::vector<int64_t> bound_of, top;  // copy index -> the run whose bound copy it is, or -1
@@ -96,6 +122,8 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
     for (bool again = true; again;) {
         ++rounds;
         again = false;
+        const int64_t U = static_cast<int64_t>(runs.size());
+        refine.assign(static_cast<std::size_t>(U), 0);
         EnvelopePass<double> pass(s);
         bound_of.assign(1, -1);
         auto put = [&](double qq, double pp, int64_t u) {
@@ -133,26 +161,52 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
             }
         };
         for (int64_t u = 0; u < U; ++u) {
-            read_up_to(rs[u]);
-            if (refine[u] || !(rhi[u] > rlo[u])) {  // one ratio: every inner copy lies on the chord
-                if (refine[u])
-                    for (int64_t k = rs[u]; k < rs[u + 1]; ++k) put(cq[k], cp[k], -1);
-                else put(Q[u], P[u], -1);
-                continue;
+            const Run& g = runs[u];
+            read_up_to(g.b);
+            if (g.tokens) {
+                for (int64_t k = g.b; k < g.e; ++k) put(cq[k], cp[k], -1);
+            } else if (g.e - g.b == 1 || !(g.rhi > g.rlo)) {  // one ratio: every inner copy lies on the chord
+                put(g.Q, g.P, -1);
+            } else {
+                double q1, p1;
+                bound_copy(s, g.Q, g.P, g.rlo, g.rhi, q1, p1);
+                put(q1, p1, u);
+                put(g.Q - q1, g.P - p1, -1);
             }
-            double q1, p1;
-            bound_copy(s, Q[u], P[u], rlo[u], rhi[u], q1, p1);
-            put(q1, p1, u);
-            put(Q[u] - q1, P[u] - p1, -1);
         }
         read_up_to(K);
+        if (!again) break;
+        // a run whose bound copy is read splits into runs on kSubBits more ratio bits (small runs,
+        // or the last bits: into its tokens); the others stay as they are
+        next.clear();
+        for (int64_t u = 0; u < U; ++u) {
+            const Run& g = runs[u];
+            if (!refine[u]) {
+                next.push_back(g);
+                continue;
+            }
+            if (g.e - g.b <= kTokenRun || g.shift == 0) {
+                next.push_back(g);
+                next.back().tokens = true;
+                continue;
+            }
+            const std::size_t first = next.size();
+            int sh = g.shift;
+            do {  // the runs' bits may agree further down: go on until the run splits
+                next.resize(first);
+                sh = std::max(0, sh - kSubBits);
+                split(g.b, g.e, sh, next);
+            } while (next.size() == first + 1 && sh > 0);
+            if (next.size() == first + 1) next.back().tokens = true;
+        }
+        runs.swap(next);
     }
     if (stats) {
-        stats->buckets = U;
+        stats->buckets = static_cast<int64_t>(runs.size());
         stats->rounds = rounds;
         stats->sorted = 0;
-        for (int64_t u = 0; u < U; ++u)
-            if (refine[u]) stats->sorted += rs[u + 1] - rs[u];
+        for (const Run& g : runs)
+            if (g.tokens) stats->sorted += g.e - g.b;
     }
 }
 
