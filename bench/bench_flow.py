@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,7 @@ import textwrap
 import time
 
 import numpy as np
+from bench_io import write_rows
 
 import mdsd_fast as mf
 
@@ -250,9 +250,7 @@ def main() -> int:
         print(f"| ({k}, {n}) | " + " | ".join(vals) + f" | {1e3 * t:.1f} |")
         rows.append(dict(k=k, n=n, gr_published=vals, flow_s=t))
     if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump({"rows": rows}, fh, indent=1)
+        write_rows(args.json, rows)
     return 0
 
 

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
-import os
 import statistics
 import time
 from typing import Any
 
 import numpy as np
+from bench_io import write_rows
 
 from mdsd_fast import trees
 
@@ -109,9 +108,7 @@ def main() -> int:
             )
         )
     if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump({"rows": rows}, fh, indent=1)
+        write_rows(args.json, rows)
     return 0
 
 

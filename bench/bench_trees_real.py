@@ -13,9 +13,9 @@ budget) are timed too but reported as such. Each rate is the best of 3 runs.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import time
+
+from bench_io import write_rows
 
 from mdsd_fast.lm_trees import SHAPES
 from mdsd_fast.trees import drafted_bound, load_trees, tree_values
@@ -55,9 +55,7 @@ def main() -> int:
             print(f"| {shape} | {nodes:.0f} | {vocab:.0f} | {name} | {rate:.1f} | {note} |", flush=True)
             rows.append(dict(shape=shape, nodes=nodes, V=vocab, verifier=name, trees_per_s=rate, note=note))
     if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump({"rows": rows}, fh, indent=1)
+        write_rows(args.json, rows)
     return 0
 
 

@@ -10,12 +10,11 @@ alternately; the median of each is kept.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
 import time
 
 import numpy as np
+from bench_io import write_rows
 
 import mdsd_fast as mf
 
@@ -54,9 +53,7 @@ def main() -> int:
                 print(f"| {V:,} | {name} | {n} | {m1:.1f} | {m2:.1f} | {m2 / m1:.2f}x |", flush=True)
                 rows.append(dict(V=V, verifier=name, n=n, msteps_1=m1, msteps_2=m2))
     if args.json:
-        os.makedirs(os.path.dirname(args.json) or ".", exist_ok=True)
-        with open(args.json, "w") as fh:
-            json.dump({"rows": rows}, fh, indent=1)
+        write_rows(args.json, rows)
     return 0
 
 

@@ -11,6 +11,8 @@
   half the room off H: not a completion) give a "bound" below a grid completion on some rows.
 * On V <= 9 with 4-8 tokens logged in neither, the structured sets reach the minimum of the cap-aware
   bound over every H and every count of D in H (the §3.2 reductions, re-checked with pieces).
+* §3.2 step 1's proof: Q is convex in the pieces moved into H (remainder first, then pieces at the
+  cap), by exact Plackett-Luce sums; a heavier piece first breaks it (the control).
 
 Rows are generated here (tests/test_intervals_tight.py's generator, a V = 40-600 one), not shipped data.
 """
@@ -183,3 +185,43 @@ def test_oversized_rows_keep_the_reference_caps(monkeypatch: pytest.MonkeyPatch)
     want = np.clip(np.minimum(search - iv.BOUND_SLACK, wc.wor_cap_high(pl, ql, n)) + iv.BOUND_SLACK, 0, 1)
     np.testing.assert_allclose(bracket, want, rtol=0, atol=1e-15)
     assert np.any(bracket < search - 1e-3)
+
+
+def pl_all_inside(w: list[float], inside: set[int], k: int) -> float:
+    """Pr[the first k Plackett-Luce draws from weights w all lie in `inside`], by every order."""
+    tot = sum(w)
+
+    def rec(gone: float, drawn: frozenset[int], depth: int) -> float:
+        if depth == k:
+            return 1.0
+        return sum(w[i] / (tot - gone) * rec(gone + w[i], drawn | {i}, depth + 1) for i in inside if i not in drawn)
+
+    return rec(0.0, frozenset(), 0)
+
+
+def second_differences(w: list[float], steps: list[list[int]], k: int) -> list[float]:
+    qs = [pl_all_inside(w, set(s), k) for s in steps]
+    d = np.diff(qs)
+    return list(np.diff(d))
+
+
+def test_q_is_convex_in_the_pieces_moved_in() -> None:
+    """§3.2 step 1's proof: moving nothing, then the remainder rho <= t_q, then pieces of weight t_q
+    one at a time from the outside into H never lowers Q's increment (exact Plackett-Luce sums,
+    k = 2-4). Negative control: a piece heavier than t_q first breaks convexity on many rows."""
+    rng = np.random.default_rng(20261203)
+    broken = 0
+    for _ in range(150):
+        k, n_s, m = int(rng.integers(2, 5)), int(rng.integers(1, 5)), int(rng.integers(2, 5))
+        s = list(rng.uniform(0.01, 0.3, n_s))
+        t = float(rng.uniform(0.02, 0.2))
+        rho = float(rng.uniform(0.0, t))
+        outside = list(rng.uniform(0.01, 0.3, int(rng.integers(1, 4))))
+        w = s + [rho] + [t] * m + outside
+        held = list(range(n_s))
+        steps = [held, held] + [held + list(range(n_s, n_s + 1 + j)) for j in range(m + 1)]
+        assert min(second_differences(w, steps, k)) >= -1e-14
+        heavy = s + [float(rng.uniform(2 * t, 5 * t)), t, t] + outside
+        ctl = [held + list(range(n_s, n_s + j)) for j in range(4)]
+        broken += min(second_differences(heavy, ctl, k)) < -1e-12
+    assert broken >= 20, broken

@@ -33,6 +33,17 @@ double q_bucket(const std::vector<double>& w, double u, double lam, int k, int64
     return r.value(0.0, lam);
 }
 
+// Q(H) of the race r (H's tokens added) with the forced pieces fp, by the pieces' tail table.
+double pieces_table(const mdsd::race::WorRace& r, const mdsd::ForcedPieces& fp, int k, double lam) {
+    const int64_t G = r.G;
+    std::vector<double> R(static_cast<std::size_t>(k) * G), e, b, e2, b2, pmf, fb(G, 0.0), ee(G), bb(G);
+    mdsd::pieces_tail_table(r, fp, k, R.data(), e, b, e2, b2, pmf);
+    for (int c = 0; c < k; ++c)
+        for (int64_t gi = 0; gi < r.g_sat; ++gi)
+            fb[gi] += r.P[static_cast<std::size_t>(c) * G + gi] * R[static_cast<std::size_t>(c) * G + gi];
+    return mdsd::race_integral(r, fb.data(), lam, ee.data(), bb.data());
+}
+
 }  // namespace
 
 int main() {
@@ -134,13 +145,7 @@ int main() {
         r.defer = false;
         r.reset(k, lt);
         for (double x : ws_) r.add(x);
-        const int64_t G = r.G;
-        std::vector<double> R(static_cast<std::size_t>(k) * G), e, b, e2, b2, pmf, fb(G, 0.0), ee(G), bb(G);
-        mdsd::pieces_tail_table(r, fp, k, R.data(), e, b, e2, b2, pmf);
-        for (int c = 0; c < k; ++c)
-            for (int64_t gi = 0; gi < r.g_sat; ++gi)
-                fb[gi] += r.P[static_cast<std::size_t>(c) * G + gi] * R[static_cast<std::size_t>(c) * G + gi];
-        const double table = mdsd::race_integral(r, fb.data(), lt, ee.data(), bb.data());
+        const double table = pieces_table(r, fp, k, lt);
         for (int64_t j = 0; j < fp.m; ++j) r.add(fp.size);
         if (fp.rem > 0.0) r.add(fp.rem);
         CHECK_NEAR(table, r.value(0.0, lt), 1e-13);
@@ -158,13 +163,7 @@ int main() {
             r.defer = false;
             r.reset(k, lam);
             r.add(w0);
-            const int64_t G = r.G;
-            std::vector<double> R(static_cast<std::size_t>(k) * G), e, b, e2, b2, pmf, fb(G, 0.0), ee(G), bb(G);
-            mdsd::pieces_tail_table(r, fp, k, R.data(), e, b, e2, b2, pmf);
-            for (int c = 0; c < k; ++c)
-                for (int64_t gi = 0; gi < r.g_sat; ++gi)
-                    fb[gi] += r.P[static_cast<std::size_t>(c) * G + gi] * R[static_cast<std::size_t>(c) * G + gi];
-            const double table = mdsd::race_integral(r, fb.data(), lam, ee.data(), bb.data());
+            const double table = pieces_table(r, fp, k, lam);
             if (m == 2000) {
                 for (int64_t j = 0; j < m; ++j) r.add(fp.size);
                 CHECK_NEAR(table, r.value(0.0, lam), 1e-13);
