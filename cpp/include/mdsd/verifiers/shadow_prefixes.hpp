@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -59,7 +60,12 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
         if (bound) bound->assign(static_cast<std::size_t>(m), std::vector<char>(s.H > 0.0 ? 1 : 0, 0));
         return;
     }
-    auto key = [&](int64_t k) { return ratio_key(cp[k], cq[k]); };
+    // the ratio keys, one division per token (a thread's buffer: at V = 49,152 a fresh one faults
+    // its pages in every call); a key's bits are the ratio itself
+    thread_local std::vector<uint64_t> keys;
+    keys.resize(static_cast<std::size_t>(K));
+    for (int64_t k = 0; k < K; ++k) keys[k] = ratio_key(cp[k], cq[k]);
+    auto key = [&](int64_t k) { return keys[k]; };
     std::vector<int64_t> cuts(pos, pos + m);
     std::sort(cuts.begin(), cuts.end());
     // runs of consecutive positions below K: equal leading ratio bits, cut at every read
@@ -74,7 +80,8 @@ inline void remaining_at(const System& s, const double* cq, const double* cp, co
         for (int64_t k = g.b; k < g.e; ++k) {
             g.Q += cq[k];
             g.P += cp[k];
-            const double r = cp[k] / cq[k];
+            double r;
+            std::memcpy(&r, &keys[k], sizeof r);
             g.rlo = std::min(g.rlo, r);
             g.rhi = std::max(g.rhi, r);
         }
