@@ -5,7 +5,7 @@ forced mass as pieces at the cap t_q (docs/intervals.md §3, §3.5), the high of
 * Per set: ``_cut`` equals ``1 + p_max(H) - Q(H)`` with Q by ``_q_min_wor`` on H's weights and
   ``_intervals_worcap.pieces`` (the Python reference of §3.5; no merge at these sizes), on random sets
   of V = 8-10 rows, hundreds of them with more than one piece, to 1e-10 (the core's alpha*_wor moves by
-  9e-12 with the padding on a row with weights of 1e-13; elsewhere 1e-15).
+  9e-12 with the padding on a row with weights of 1e-13).
 * Through the candidate search, the high never rises above the single lump's (the search before,
   ``_q_min_wor`` on the lump) and falls below it by more than 1e-3 on some rows (V = 40 and held-out
   top-20 rows); it is never below the largest alpha*_wor of a grid of completions (V = 6-8, n = 2-4,
