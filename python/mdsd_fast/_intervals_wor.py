@@ -10,6 +10,8 @@ a time, so no row's result depends on the others, on the padding or on the chunk
 * ``wor_high``: the smallest cut bound over §3.2's structured sets H (holding T for "top<m>+wor"),
   instead of the certificates of a candidate search, with the q mass forced into H at the cap in at
   most ``WOR_HIGH_PIECES`` pieces (docs/intervals.md §3.5; 1 is §3's single lump).
+* ``wor_set_high``: the same cap-aware cut bound of one given set H per row, for the candidate
+  search of the rows beyond ``WOR_MAX_ROW_CELLS`` (``intervals._cut``), by the same kernel.
 """
 
 from __future__ import annotations
@@ -94,3 +96,27 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
         ),
         dtype=np.float64,
     )
+
+
+def wor_set_high(p_max: _F, w: _F, forced: _F, cap: _F, out: _F, k: int, threads: int | None = None) -> _F:
+    """``min(1, 1 + p_max - Q_cap(H))`` of one set H per row (docs/intervals.md §3.5): Q of k draws
+    without replacement from H's logged q weights ``w`` (B, L; 0 = no token) and the ``forced`` mass
+    as pieces at the ``cap`` t_q, against the ``out`` total off H.
+
+    ``wor_cut_min``'s own pieces, on a row built so that its family's minimum is that one set: w as
+    tokens in q only (their prefixes, all of them the best), ``forced`` as all of the unseen q mass
+    with no token to hold it off H (so all of it is forced, at the cap), the outside as one token
+    whose p of 2 keeps every set holding it above 1, p_max as p(T) with no p-unseen room."""
+    B, L = w.shape
+    pp, qq = np.zeros((B, L + 1)), np.zeros((B, L + 1))
+    qq[:, :L] = w
+    qq[:, L] = out
+    pp[:, L] = np.where(out > 0, 2.0, 0.0)  # an outside of 0 stays padding, not a token of p only
+    z = np.zeros(B)
+    return np.asarray(
+        _core.wor_cut_min(
+            pp, qq, np.zeros(B, dtype=np.int64), z, z, forced, cap, k, p_max, np.zeros(B, dtype=np.int64),
+            pieces=WOR_HIGH_PIECES, threads=check_threads(threads),
+        ),
+        dtype=np.float64,
+    )  # fmt: skip

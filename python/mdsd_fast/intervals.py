@@ -17,7 +17,8 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
   (``_intervals_fast.iid_high``: the bound depends on H through a few sums), and for "wor" too
   (``_intervals_wor.wor_high``: a few structured sets per size, with the q mass forced into H at
   the cap, docs/intervals.md §3.5); for oversized rows it is over
-  candidates, the certificates of extreme completions and of a Frank-Wolfe search.
+  candidates, the certificates of extreme completions and of a Frank-Wolfe search (for "wor" with
+  the same pieces at the cap, by the same kernel: ``_intervals_wor.wor_set_high``).
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
 
@@ -40,7 +41,7 @@ from ._intervals_sparse import (
     unseen_mass,
 )
 from ._intervals_tight import iid_max
-from ._intervals_wor import wor_high, wor_high_rows, wor_low
+from ._intervals_wor import wor_high, wor_high_rows, wor_low, wor_set_high
 from ._intervals_worcap import wor_cap_high
 from ._intervals_worwit import wor_witness
 from ._validate import _as_float_array, _sampled, check_n, check_scheme, check_threads, mixed_parts
@@ -231,12 +232,20 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool, thr
     out_room = q.t * outside
     w = np.where(rest & ~q.unseen, q.x, 0.0)
     w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
-    # q's unseen mass that must fall inside H, as one lump: any split of it is a refinement of
-    # the lump, and refining raises Q (docs/intervals.md §3)
-    w = np.concatenate([w, np.maximum(0.0, q.u - out_room)[:, None]], axis=1)
     w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
-    q_min = _q_min_wor(w, w_out, k, threads)
-    return np.asarray(1.0 + p_max - q_min, dtype=np.float64)
+    # q's unseen mass that must fall inside H, at the cap t_q: the exact smallest Q over completions
+    # (docs/intervals.md §3.5). Up to one cap it is one token, §3's lump, here one alpha*_wor call;
+    # beyond, the pieces by the kernel of the rows it covers (its prefix scan costs more than that)
+    forced = np.maximum(0.0, q.u - out_room)
+    many = forced > q.t
+    high = np.empty(forced.shape)
+    if many.any():
+        high[many] = wor_set_high(p_max[many], w[many], forced[many], q.t[many], w_out[many], k, threads)
+    if not many.all():
+        one = ~many
+        lump = _q_min_wor(np.concatenate([w[one], forced[one, None]], axis=1), w_out[one], k, threads)
+        high[one] = np.minimum(1.0, 1.0 + p_max[one] - lump)
+    return high
 
 
 def _certs(pc: _F, qc: _F, n: int, scheme: str, T: _B, threads: int | None = None) -> tuple[_F, _B]:
