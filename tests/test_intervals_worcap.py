@@ -102,16 +102,23 @@ def test_kernel_equals_the_python_reference(gen: str, n: int, monkeypatch: pytes
     )
 
 
-@pytest.mark.parametrize(
-    ("v", "k", "n", "scheme"), [(6, 2, 2, "wor"), (7, 3, 3, "wor"), (8, 4, 4, "wor"), (7, 3, 3, "top1+wor")]
-)
+GRID_CASES = [(6, 2, 2, "wor"), (7, 3, 3, "wor"), (8, 4, 4, "wor"), (7, 3, 3, "top1+wor")]
+
+
+def grid_rows(v: int, k: int, scheme: str) -> tuple[np.ndarray, np.ndarray]:
+    """Rows small enough for a grid of completions (for "top1+wor": q's top token the same in all)."""
+    p, q = rows(100 + v, 8, v=v, k=k)
+    if scheme != "wor":
+        ok = -np.sort(-q, axis=1)[:, 0] > np.where(q > 0, q, np.inf).min(axis=1)
+        p, q = p[ok], q[ok]
+    return p, q
+
+
+@pytest.mark.parametrize(("v", "k", "n", "scheme"), GRID_CASES)
 def test_never_below_a_grid_completion_nor_above_the_lump(
     v: int, k: int, n: int, scheme: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    p, q = rows(100 + v, 8, v=v, k=k)
-    if scheme != "wor":  # q's top token the same in every completion
-        ok = -np.sort(-q, axis=1)[:, 0] > np.where(q > 0, q, np.inf).min(axis=1)
-        p, q = p[ok], q[ok]
+    p, q = grid_rows(v, k, scheme)
     hi = mf.acceptance_bounds(p, q, n, scheme)[1]
     grid = np.array([grid_best(p[r], q[r], n, scheme) for r in range(len(p))])
     assert np.all(hi >= grid - 1e-12), (grid - hi).max()

@@ -27,9 +27,8 @@ from typing import Any
 
 import numpy as np
 import pytest
-from test_intervals_tight import rows
 from test_intervals_wor import wor_logs
-from test_intervals_worcap import cap_cut, grid_best, heldout_top20
+from test_intervals_worcap import GRID_CASES, cap_cut, grid_best, grid_rows, heldout_top20
 from test_intervals_worwit import layout, wide_rows
 
 import mdsd_fast as mf
@@ -70,16 +69,11 @@ def test_cut_is_the_cap_aware_bound_of_each_set(n: int) -> None:
     assert many >= 100, many  # sets whose forced mass is more than one piece: the kernel's route
 
 
-@pytest.mark.parametrize(
-    ("v", "k", "n", "scheme"), [(6, 2, 2, "wor"), (7, 3, 3, "wor"), (8, 4, 4, "wor"), (7, 3, 3, "top1+wor")]
-)
+@pytest.mark.parametrize(("v", "k", "n", "scheme"), GRID_CASES)
 def test_never_below_a_grid_completion_nor_above_the_lump(
     v: int, k: int, n: int, scheme: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    p, q = rows(100 + v, 8, v=v, k=k)
-    if scheme != "wor":  # q's top token the same in every completion
-        ok = -np.sort(-q, axis=1)[:, 0] > np.where(q > 0, q, np.inf).min(axis=1)
-        p, q = p[ok], q[ok]
+    p, q = grid_rows(v, k, scheme)
     hi = search_high(p, q, n, scheme, monkeypatch)
     grid = np.array([grid_best(p[r], q[r], n, scheme) for r in range(len(p))])
     assert np.all(hi >= grid - 1e-12), (grid - hi).max()
