@@ -9,8 +9,8 @@ Forms (each a worker process, all fed the same rows in turn, so that load change
             (``_testing.race_pass_keeps_e(True)``, the form before session 14);
   events_e  this build with the prefix-event sweep's scans keeping every token's e
             (``_testing.wor_events_keeps_e(True)``, the form before session 17);
-  nocache   this build recomputing every beta row (``_testing.race_beta_cache(False)``, the form
-            before session 18);
+  nocache   this build recomputing every beta row (``_testing.race_beta_cache(0)``, the form
+            before session 18); cache1m, cache4m: its beta cache at 1 / 4 MiB per row;
   base      another build (``--base-pythonpath``: a directory holding its mdsd_fast), its defaults.
 
 Rows as bench_wor_route.py (every --step-th shipped row, --heldout rows of tests/heldout.py seed 0).
@@ -36,7 +36,9 @@ TOGGLES = {
     "new": None,
     "pass_e": ("race_pass_keeps_e", True),
     "events_e": ("wor_events_keeps_e", True),
-    "nocache": ("race_beta_cache", False),
+    "nocache": ("race_beta_cache", 0),
+    "cache1m": ("race_beta_cache", 1 << 20),
+    "cache4m": ("race_beta_cache", 4 << 20),
     "base": None,
 }
 

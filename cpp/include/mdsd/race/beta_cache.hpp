@@ -9,6 +9,7 @@
 // one cache per thread, since a fresh allocation per row would fault in up to 32 MiB of pages again.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,10 +22,11 @@ namespace mdsd::race {
 
 constexpr std::size_t kBetaCacheBytes = std::size_t{32} << 20;
 
-// false: passes recompute every beta (benches and tests comparing the two; the default is true).
-inline bool& beta_cache_enabled() {
-    static bool on = true;
-    return on;
+// The budget prepare gives a row's cache (0: none, every beta recomputed as before session 18); set
+// only by the benches and tests that compare budgets.
+inline std::size_t& beta_cache_bytes() {
+    static std::size_t bytes = kBetaCacheBytes;
+    return bytes;
 }
 
 struct BetaCache {
@@ -46,7 +48,7 @@ struct BetaCache {
         t_last = gr.t[gr.G - 1];
         used = 0;
         slot.assign(V, -1);
-        cap = static_cast<int64_t>(bytes / (sizeof(double) * static_cast<std::size_t>(G)));
+        cap = std::min<int64_t>(V, static_cast<int64_t>(bytes / (sizeof(double) * static_cast<std::size_t>(G))));
         const std::size_t want = static_cast<std::size_t>(cap) * static_cast<std::size_t>(G);
         if (have < want) {
             rows.reset(new double[want]);
@@ -74,6 +76,18 @@ struct BetaCache {
         return r;
     }
 };
+
+// A pass asks for its rows a few tokens ahead: a cached row read cold from memory costs more than
+// computing it (~130 against ~85 ns at G = 69, session 18), so its lines are fetched early.
+constexpr int64_t kBetaAhead = 4;
+inline void beta_prefetch(const Grid& gr, int32_t y) {
+    const BetaCache* bc = gr.beta_cache;
+    if (!bc) return;
+    const int32_t s = bc->slot[y];
+    if (s < 0) return;
+    const char* r = reinterpret_cast<const char*>(bc->rows.get() + static_cast<std::ptrdiff_t>(s) * bc->G);
+    for (int64_t off = 0; off < bc->G * static_cast<int64_t>(sizeof(double)); off += 64) __builtin_prefetch(r + off);
+}
 
 // Token y's betas on gr (q[y] = x): from gr's cache if it has one, else computed into buf.
 inline const double* beta_row(const Grid& gr, int32_t y, double x, double* buf) {

@@ -175,6 +175,7 @@ inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<i
         double qs = 0.0;       // the block's small mass
         for (int64_t i = std::min(k, (c + 1) * kPassBlock) - 1; i >= c * kPassBlock; --i) {
             const double qy = q[toks[i]], h = h0 ? h0[i] : 1.0;
+            if (i >= kBetaAhead) beta_prefetch(gr, toks[i - kBetaAhead]);
             if (qy <= qcut) {
                 const double* bt = beta_row(gr, toks[i], qy, beta.data());
                 mul_unit(n, G, s.Pi.data(), s.D.data(), s.Pi.data(), s.D.data(), bt, h, qy);
@@ -248,6 +249,7 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
             const bool sm = small[i - lo];
             double* ei = &fe[(i - lo) * G];
             const double* bi = &fb[(i - lo) * G];
+            if (i - kBetaAhead >= lo) beta_prefetch(gr, toks[i - kBetaAhead]);
             if (sm) bi = beta_row(gr, toks[i], q[toks[i]], &fb[(i - lo) * G]);
             else gr.factors(q[toks[i]], ei, &fb[(i - lo) * G]);
             bp[i - lo] = bi;
@@ -344,6 +346,7 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
     int64_t jb = 0;
     for (int64_t i = 0; i < k; ++i) {
         if ((i & (kPassBlock - 1)) == 0) poll_interrupt_now();
+        if (i + kBetaAhead < k) beta_prefetch(gr, toks[i + kBetaAhead]);
         const double qy = qt[i];
         if (jb < nbig && bigpos[jb] == i) {
             gr.factors(qy, e.data(), b.data());

@@ -112,7 +112,7 @@ struct Route {
         gr.build(n, qsum, q_np1, qmin);
         G = gr.G;
         if (betas) {  // every run of a row builds the same grid: the row's rows serve them all
-            if (!betas->bound() || !betas->matches(gr)) betas->bind(gr, V);
+            if (!betas->bound() || !betas->matches(gr)) betas->bind(gr, V, race::beta_cache_bytes());
             gr.beta_cache = betas;
         }
         // Marked law tables hold 2^m pairs of n x G doubles: keep them under opt.law_bytes.

@@ -235,7 +235,7 @@ struct OptimalWor {
         // the row's beta rows, shared by its runs (race/beta_cache.hpp); the thread keeps the buffer
         thread_local race::BetaCache beta_rows;
         beta_rows.reset();
-        race::BetaCache* betas = race::beta_cache_enabled() ? &beta_rows : nullptr;
+        race::BetaCache* betas = race::beta_cache_bytes() > 0 ? &beta_rows : nullptr;
         const double run_floor = run_route(pl, p, q, n, sup, ks, opt, budget, 0, false, betas);
         // A second run for the row (k_in tokens inner, prefix-event heads of `head` tokens, 0: the
         // default), kept if it accepts more.
