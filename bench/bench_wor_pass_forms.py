@@ -9,8 +9,6 @@ Forms (each a worker process, all fed the same rows in turn, so that load change
             (``_testing.race_pass_keeps_e(True)``, the form before session 14);
   events_e  this build with the prefix-event sweep's scans keeping every token's e
             (``_testing.wor_events_keeps_e(True)``, the form before session 17);
-  nocache   this build recomputing every beta row (``_testing.race_beta_cache(0)``, the form
-            before session 18); cache1m, cache4m: its beta cache at 1 / 4 MiB per row;
   base      another build (``--base-pythonpath``: a directory holding its mdsd_fast), its defaults.
 
 Rows as bench_wor_route.py (every --step-th shipped row, --heldout rows of tests/heldout.py seed 0).
@@ -31,16 +29,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-# form -> (the _testing toggle, its value), None: the build's defaults
-TOGGLES = {
-    "new": None,
-    "pass_e": ("race_pass_keeps_e", True),
-    "events_e": ("wor_events_keeps_e", True),
-    "nocache": ("race_beta_cache", 0),
-    "cache1m": ("race_beta_cache", 1 << 20),
-    "cache4m": ("race_beta_cache", 4 << 20),
-    "base": None,
-}
+TOGGLES = {"new": None, "pass_e": "race_pass_keeps_e", "events_e": "wor_events_keeps_e", "base": None}
 
 
 def row_sets(step: int, heldout: int) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
@@ -64,8 +53,7 @@ def worker(form: str, step: int, heldout: int, budget: float | None) -> None:
     from mdsd_fast import _core
 
     if TOGGLES[form]:
-        toggle, value = TOGGLES[form]
-        getattr(_core._testing, toggle)(value)
+        getattr(_core._testing, TOGGLES[form])(True)
     sets = row_sets(step, heldout)
     for line in sys.stdin:
         name, i, n, reps = line.split()

@@ -209,10 +209,6 @@ void register_testing(py::module_& m) {
         "wor_events_keeps_e", [](bool keep) { mdsd::verif::wor::events_scan_keeps_e() = keep; }, py::arg("keep"),
         "keep=True: the prefix-event sweep's scans keep every token's e (the form before session 17), for benches\n"
         "and tests that compare the two forms in one process; False (the default): small tokens without e.");
-    t.def(
-        "race_beta_cache", [](std::size_t bytes) { mdsd::race::beta_cache_bytes() = bytes; }, py::arg("bytes"),
-        "The wor route's beta rows kept per token up to `bytes` per row (0: every beta recomputed, the form before\n"
-        "session 18), for benches and tests that compare budgets in one process; race::kBetaCacheBytes by default.");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

@@ -18,8 +18,6 @@
 
 namespace mdsd::race {
 
-struct BetaCache;  // beta_cache.hpp
-
 // 1 - e^{-y} for 0 <= y <= 1/8 by its series up to y^10 (the first dropped term is below 2^-55 y):
 // the grids' first nodes, where libm's expm1 and exp would cost more than the rest of a token's
 // nodes. Most tokens of an LLM row have y far below 1/8 there, and fewer terms keep the first
@@ -110,7 +108,6 @@ struct Grid {
     int64_t g0 = 0;             // the geometric part starts here; nodes [0, g0) interpolate [0, t_1]
     double t1 = 0.0;            // start of the geometric part
     std::vector<double> t, wt;  // nodes (ascending) and weights
-    BetaCache* beta_cache = nullptr;  // the row's beta rows on this grid, if kept (beta_row)
     static constexpr int kSmallNodes = 14;   // Chebyshev nodes on [0, t_1]
     static constexpr double kSmallT = 0.5;   // t_1 q(supp): at most ~0.5 expected arrivals by t_1
     // Trapezoid in s = ln t, t_1 2^{k/M}, over the whole line; it converges exponentially because

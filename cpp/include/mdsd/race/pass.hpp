@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "mdsd/parallel.hpp"
-#include "mdsd/race/beta_cache.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/moments.hpp"
 #include "mdsd/race/pair.hpp"
@@ -175,10 +174,9 @@ inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<i
         double qs = 0.0;       // the block's small mass
         for (int64_t i = std::min(k, (c + 1) * kPassBlock) - 1; i >= c * kPassBlock; --i) {
             const double qy = q[toks[i]], h = h0 ? h0[i] : 1.0;
-            if (i >= kBetaAhead) beta_prefetch(gr, toks[i - kBetaAhead]);
             if (qy <= qcut) {
-                const double* bt = beta_row(gr, toks[i], qy, beta.data());
-                mul_unit(n, G, s.Pi.data(), s.D.data(), s.Pi.data(), s.D.data(), bt, h, qy);
+                gr.betas(qy, beta.data());
+                mul_unit(n, G, s.Pi.data(), s.D.data(), s.Pi.data(), s.D.data(), beta.data(), h, qy);
                 qs += qy;
             } else {
                 gr.factors(qy, e.data(), b.data());
@@ -224,11 +222,10 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
         sc.resize(static_cast<std::size_t>(kPassBlock + 1) * G);
     }
     // Per block: inside[j] = suffix pair of tokens [lo + j, k), without the small e's of the block;
-    // fe, fb: the factors of the block's tokens (small: fe unused, bp their betas, in fb or cached).
+    // fe, fb: the factors of the block's tokens (small: fb = beta, fe unused).
     std::vector<double> inside(static_cast<std::size_t>(kPassBlock + 1) * 2 * S), fe(kPassBlock * G),
         fb(kPassBlock * G), eblk(G), bblk(G), wts(G), one(G, 1.0);
     std::vector<char> small(kPassBlock);
-    std::vector<const double*> bp(kPassBlock);
     for (int64_t c = 0; c < nb; ++c) {
         poll_interrupt_now();
         const int64_t lo = c * kPassBlock, hi = std::min(k, lo + kPassBlock);
@@ -248,11 +245,9 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
         for (int64_t i = hi - 1; i >= lo; --i) {
             const bool sm = small[i - lo];
             double* ei = &fe[(i - lo) * G];
-            const double* bi = &fb[(i - lo) * G];
-            if (i - kBetaAhead >= lo) beta_prefetch(gr, toks[i - kBetaAhead]);
-            if (sm) bi = beta_row(gr, toks[i], q[toks[i]], &fb[(i - lo) * G]);
-            else gr.factors(q[toks[i]], ei, &fb[(i - lo) * G]);
-            bp[i - lo] = bi;
+            double* bi = &fb[(i - lo) * G];
+            if (sm) gr.betas(q[toks[i]], bi);
+            else gr.factors(q[toks[i]], ei, bi);
             if (i == lo) break;
             const double* src = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
             double* dst = &inside[static_cast<std::size_t>(i - lo) * 2 * S];
@@ -269,7 +264,7 @@ inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& to
             const bool sm = small[i - lo];
             const double qy = q[toks[i]];
             const double* ei = sm ? one.data() : &fe[(i - lo) * G];
-            const double* bi = bp[i - lo];
+            const double* bi = &fb[(i - lo) * G];
             const double* in = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
             const double w = w_raw_wt(n, G, wts.data(), pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, qy);
             w_out[i] = w;
@@ -346,7 +341,6 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
     int64_t jb = 0;
     for (int64_t i = 0; i < k; ++i) {
         if ((i & (kPassBlock - 1)) == 0) poll_interrupt_now();
-        if (i + kBetaAhead < k) beta_prefetch(gr, toks[i + kBetaAhead]);
         const double qy = qt[i];
         if (jb < nbig && bigpos[jb] == i) {
             gr.factors(qy, e.data(), b.data());
@@ -364,13 +358,13 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
         // nowhere: q e Q_i = q (e Q_i) and b Q_i = beta (e Q_i), so w and the update read beta alone
         // (no division by e per node). Qi holds e Q_i: Qi[c] = E[c] - beta Qi[c-1],
         // QiD[c] = ED[c] - q Qi[c] - beta QiD[c-1].
-        const double* bt = beta_row(gr, toks[i], qy, beta.data());
+        gr.betas(qy, beta.data());
         double w;
         switch (n) {  // fixed n: one sweep over the nodes (div_w_unit), the same bits
-#define MDSD_DIV_W(N)                                                                                           \
-    case N:                                                                                                     \
-        w = div_w_unit<N>(G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), bt, \
-                          gr.wt.data(), qy, fw.data());                                                         \
+#define MDSD_DIV_W(N)                                                                                       \
+    case N:                                                                                                 \
+        w = div_w_unit<N>(G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), \
+                          beta.data(), gr.wt.data(), qy, fw.data());                                        \
         break;
             MDSD_DIV_W(2)
             MDSD_DIV_W(3)
@@ -378,14 +372,15 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
             MDSD_DIV_W(8)
 #undef MDSD_DIV_W
             default:
-                div_factor_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, bt, nullptr, qy);
-                w = w_raw(gr, Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), one.data(), bt, qy);
+                div_factor_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(),
+                                   nullptr, qy);
+                w = w_raw(gr, Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), one.data(), beta.data(), qy);
         }
         w_out[i] = w;
         const double u = 1.0 - lay(i, w);
         if (u == 0.0) continue;
         // E <- Q_i (e + x h b) = E - u (x b Q_i + seed q e Q_i) = E - u (x beta Qi + seed q Qi)
-        unlay_update_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, bt, qy, u);
+        unlay_update_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(), qy, u);
     }
     return true;
 }

@@ -11,7 +11,6 @@
 #include <string>
 #include <vector>
 
-#include "mdsd/race/beta_cache.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/loo.hpp"
 #include "mdsd/race/moments.hpp"
@@ -72,7 +71,7 @@ struct Route {
     int orders_run = 0;
 
     Route(const double* p_, const double* q_, int64_t V_, int n_, const std::vector<int32_t>& sup_, int64_t ks_,
-          const Options& opt_, Budget& budget_, int64_t last_resort_head, bool retry_, race::BetaCache* betas = nullptr)
+          const Options& opt_, Budget& budget_, int64_t last_resort_head, bool retry_)
         : p(p_),
           q(q_),
           V(V_),
@@ -111,10 +110,6 @@ struct Route {
         for (int32_t y : As) qA += q[y];
         gr.build(n, qsum, q_np1, qmin);
         G = gr.G;
-        if (betas) {  // every run of a row builds the same grid: the row's rows serve them all
-            if (!betas->bound() || !betas->matches(gr)) betas->bind(gr, V, race::beta_cache_bytes());
-            gr.beta_cache = betas;
-        }
         // Marked law tables hold 2^m pairs of n x G doubles: keep them under opt.law_bytes.
         while (m_max < kMaxSystem &&
                (int64_t{2} << m_max) * n * G * 2 * static_cast<int64_t>(sizeof(double)) <= opt.law_bytes)

@@ -129,9 +129,8 @@ inline void split_at(Plan& pl, const std::vector<int32_t>& sup, int64_t k_in) {
 // row charges: its first order's greedy pass covers at least the swept tokens of this run
 // outside the exact head (a run with fewer inner tokens is never made).
 inline double run_route(Plan& pl, const double* p, const double* q, int n, const std::vector<int32_t>& sup, int64_t ks,
-                        const Options& opt, Budget& budget, int64_t last_resort_head, bool retry,
-                        race::BetaCache* betas = nullptr) {
-    Route r(p, q, pl.V, n, sup, ks, opt, budget, last_resort_head, retry, betas);
+                        const Options& opt, Budget& budget, int64_t last_resort_head, bool retry) {
+    Route r(p, q, pl.V, n, sup, ks, opt, budget, last_resort_head, retry);
     r.outer_system();
     if (!retry) pl.route.work_outer = budget.used;
     r.inner_system();
@@ -232,11 +231,7 @@ struct OptimalWor {
             return pl;
         }
         Budget budget{opt.work_budget};
-        // the row's beta rows, shared by its runs (race/beta_cache.hpp); the thread keeps the buffer
-        thread_local race::BetaCache beta_rows;
-        beta_rows.reset();
-        race::BetaCache* betas = race::beta_cache_bytes() > 0 ? &beta_rows : nullptr;
-        const double run_floor = run_route(pl, p, q, n, sup, ks, opt, budget, 0, false, betas);
+        const double run_floor = run_route(pl, p, q, n, sup, ks, opt, budget, 0, false);
         // A second run for the row (k_in tokens inner, prefix-event heads of `head` tokens, 0: the
         // default), kept if it accepts more.
         auto run_again = [&](int64_t k_in, int64_t head) {
@@ -245,7 +240,7 @@ struct OptimalWor {
             alt.alpha_star = pl.alpha_star;
             split_at(alt, sup, k_in);
             alt.route.orders_run = pl.route.orders_run;
-            run_route(alt, p, q, n, sup, k_in, opt, budget, head, true, betas);
+            run_route(alt, p, q, n, sup, k_in, opt, budget, head, true);
             if (alt.alpha_plan > pl.alpha_plan) pl = std::move(alt);
             else pl.route.orders_run = alt.route.orders_run;
         };
