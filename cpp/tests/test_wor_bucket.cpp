@@ -10,7 +10,8 @@
 //     2,000 pieces as tokens, 10^5 against their Poisson limit (the bucket), and forced_pieces' split
 //     (whole pieces, the remainder, equal lumps beyond the cap);
 //   * the boxes of §3.2's family (mdsd/wor_box.hpp): the family split into boxes has wor_cut_min's
-//     minimum, the descent with no limit covers the family and equals it, with a small budget it is
+//     minimum, so does the best set as a box of one and the box with its corner there, the descent
+//     with no limit covers the family and equals it, with a small budget it is
 //     never below it and spends at most the budget, and with none it tries nothing.
 #include "mdsd/wor_box.hpp"
 #include "mdsd/wor_bucket.hpp"
@@ -188,6 +189,7 @@ int main() {
         CHECK(mdsd::forced_pieces(0.0, 0.1, 64).clocks() == 0 && mdsd::forced_pieces(0.35, 0.1, 1).clocks() == 1);
         CHECK(mdsd::forced_pieces(0.05, 0.1, 64).m == 1 && mdsd::forced_pieces(0.05, 0.1, 64).rem == 0.0);
     }
+    int corner_checked = 0;
     for (int rep = 0; rep < 40; ++rep) {  // boxes of the family
         check::context(("boxes, rep " + std::to_string(rep)).c_str());
         const int64_t L = g.integer(8, 30);
@@ -230,10 +232,20 @@ int main() {
         const mdsd::BoxSearch all = mdsd::wor_cut_descent(row, k, 0, 0, 0, int64_t{1} << 40, ws);
         CHECK(all.whole);
         CHECK_NEAR(all.high, full, 1e-13);
+        // the best set alone, and the box with its corner there: the race reaches the corner's counts
+        const int64_t b = all.arg[0], c = all.arg[1], a = all.arg[2];
+        for (const mdsd::CutBox& one : {mdsd::CutBox{b, b, c, c, a, a}, mdsd::CutBox{b, fm.nB, c, fm.nC, a, fm.nA}}) {
+            mdsd::wor_cut_min(row, k, ws);
+            ws.fam.best = 1.0;
+            mdsd::cut_family_box(one, ws);
+            CHECK_NEAR(ws.fam.best, full, 1e-13);
+        }
+        corner_checked += (c > 0 && a > 0);
         const mdsd::BoxSearch few = mdsd::wor_cut_descent(row, k, 1, 1, 1, 60, ws);
         CHECK(few.high >= full - 1e-13 && few.work <= 60);
         const mdsd::BoxSearch none = mdsd::wor_cut_descent(row, k, 0, 0, 0, 0, ws);
         CHECK(none.high == 1.0 && none.work == 0 && none.boxes == 0);
     }
+    CHECK(corner_checked >= 5);  // best sets with C and A prefixes below them: the corner's race is used
     return check::summary("test_wor_bucket");
 }

@@ -38,9 +38,9 @@ WOR_MAX_ROW_CELLS = 1 << 18
 #: kernel's cost does not grow with it; a completion needs at most |U_q| pieces, so 2^20 is the exact
 #: fill at the cap up to V = 2^20 (the Python reference ``_intervals_worcap`` caps at 64: it pays per piece).
 WOR_HIGH_PIECES = 1 << 20
-#: Work per row of ``wor_box_high`` (race steps plus sets tried). Chosen on held-out top-1,000 rows
-#: (tests/heldout.py, bench/bench_wor_cut.py --budgets; docs/intervals.md §6, session 18).
-WOR_BOX_BUDGET = 1 << 16
+#: Work per row of ``wor_box_high`` (race steps plus sets tried): on held-out top-1,000 rows (seed 7,
+#: bench/bench_wor_cut.py --budget) 2^12 to 2^18 give the same high, so the smallest (§6, session 18).
+WOR_BOX_BUDGET = 1 << 12
 
 
 def wor_low(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -> _F:
