@@ -1,5 +1,6 @@
 """The "wor" high of ``acceptance_bounds`` on rows beyond ``WOR_MAX_ROW_CELLS`` (top-1,000 logs), which
-take the candidate search (docs/intervals.md §3, §3.5): run it under two builds side by side.
+take the candidate search (docs/intervals.md §3, §3.5) and, since session 18, the box search inside
+§3.2's family from its best set (``WOR_BOX_BUDGET``): run it under two builds side by side.
 
 One run of this script measures one build (the package on PYTHONPATH) on the first ``--rows`` shipped
 rows (or ``--heldout N`` generated rows, tests/heldout.py, seed 7) cut to their top ``--k``, for each
@@ -11,6 +12,9 @@ per-row change of high, and the seconds per row of each. Alternate the two build
     PYTHONPATH=<main>/python python bench/bench_wor_cut.py --out /tmp/main.npz
     PYTHONPATH=python python bench/bench_wor_cut.py --out /tmp/branch.npz
     python bench/bench_wor_cut.py --compare /tmp/main.npz /tmp/branch.npz
+
+``--budget N`` sets ``_intervals_wor.WOR_BOX_BUDGET`` for the run (a build that has it; 0 = the
+candidate search alone), to measure the budget's effect on held-out rows.
 """
 
 from __future__ import annotations
@@ -42,9 +46,11 @@ def run(a: argparse.Namespace) -> None:
 
     from mdsd_fast import _intervals_wor, intervals
 
+    if a.budget is not None:
+        _intervals_wor.WOR_BOX_BUDGET = a.budget  # type: ignore[attr-defined]
     P, Q = rows(a)
     p, q = top_k(P, a.k), top_k(Q, a.k)
-    out: dict[str, np.ndarray] = {}
+    out: dict[str, np.ndarray] = {"budget": np.array(getattr(_intervals_wor, "WOR_BOX_BUDGET", -1))}
     for n in a.n:
         t0 = time.process_time()
         lo, hi, _, whi, _ = intervals._bounds(p, q, n, "wor", intervals.SEARCH_STEPS, threads=1)
@@ -52,8 +58,24 @@ def run(a: argparse.Namespace) -> None:
         out[f"lo{n}"], out[f"hi{n}"], out[f"wit{n}"] = lo, hi, whi
         searched = int(np.isfinite(whi).sum())
         print(f"n = {n}: {searched} of {len(hi)} rows through the candidate search, {out[f's{n}']:.1f} CPU-s")
+        if a.family:  # the whole family's minimum on the searched rows (seconds per row at top 1,000)
+            out[f"fam{n}"] = family_min(p, q, n, np.isfinite(whi))
     out["cells"] = np.array(_intervals_wor.WOR_MAX_ROW_CELLS)
     np.savez(a.out, **out)
+
+
+def family_min(p: np.ndarray, q: np.ndarray, n: int, rows: np.ndarray) -> np.ndarray:
+    """``wor_cut_min`` over §3.2's whole family on ``rows`` (NaN elsewhere), as ``_bounds`` clips it."""
+    from mdsd_fast import _intervals_wor, intervals
+    from mdsd_fast._intervals_fast import union
+
+    P, Q, V, _ = intervals._parts(p, q)
+    pl, ql = union(P, Q, V, intervals._Log)
+    sub = intervals._take(pl, ql, rows)
+    fam = np.full(rows.shape, np.nan)
+    hi = _intervals_wor.wor_high(*sub, np.zeros(sub[0].x.shape, dtype=bool), n, 0)
+    fam[rows] = np.clip(hi + intervals.BOUND_SLACK, 0.0, 1.0)
+    return fam
 
 
 def stats(x: np.ndarray) -> str:
@@ -79,6 +101,18 @@ def compare(a_path: str, b_path: str) -> None:
             f"{np.abs(A['lo' + n] - B['lo' + n]).max():.1e} | "
             f"{1e3 * float(A['s' + n]) / s.size:.1f} / {1e3 * float(B['s' + n]) / s.size:.1f} |"
         )
+    fams = [k for k in B.files if k.startswith("fam")]
+    if fams:
+        print("\nhigh - the whole family's minimum (B's run), mean / p99 / max; rows above it by > 1e-9:\n")
+        print("| n | rows | A | B | rows above, A / B |")
+        print("|---|---|---|---|---|")
+    for key in sorted(fams):
+        n = key[3:]
+        s = np.isfinite(B[key]) & np.isfinite(A["wit" + n])
+        da, db = A["hi" + n][s] - B[key][s], B["hi" + n][s] - B[key][s]
+        print(
+            f"| {n} | {int(s.sum())} | {stats(da)} | {stats(db)} | {int((da > 1e-9).sum())} / {int((db > 1e-9).sum())} |"
+        )
 
 
 def main() -> None:
@@ -87,6 +121,8 @@ def main() -> None:
     ap.add_argument("--heldout", type=int, default=0, help="generated rows instead (tests/heldout.py, seed 7)")
     ap.add_argument("--k", type=int, default=1000, help="logged tokens per side")
     ap.add_argument("--n", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--budget", type=int, help="WOR_BOX_BUDGET for this run (a build that has it)")
+    ap.add_argument("--family", action="store_true", help="also the whole family's minimum (slow: seconds per row)")
     ap.add_argument("--out", help="where to save this build's numbers (.npz)")
     ap.add_argument("--compare", nargs=2, metavar=("A", "B"), help="print B against A")
     a = ap.parse_args()

@@ -188,6 +188,7 @@ def test_oversized_rows_keep_the_reference_caps(monkeypatch: pytest.MonkeyPatch)
     p, q = wide_rows(2, 8)
     pl, ql = layout(p, q)
     monkeypatch.setattr(iw, "WOR_MAX_ROW_CELLS", 0)
+    monkeypatch.setattr(iw, "WOR_BOX_BUDGET", 0)  # the candidate search alone (the box search: worbox)
     search = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[1]
     bracket = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS, witnesses=True)[1]
     want = np.clip(np.minimum(search - iv.BOUND_SLACK, wc.wor_cap_high(pl, ql, n)) + iv.BOUND_SLACK, 0, 1)

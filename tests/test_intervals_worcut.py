@@ -1,6 +1,7 @@
 """The cap-aware candidate search for drafts without replacement: ``intervals._cut`` ("wor") with q's
 forced mass as pieces at the cap t_q (docs/intervals.md §3, §3.5), the high of the rows beyond
-``WOR_MAX_ROW_CELLS`` (top-1,000 logs); here every row is forced through it (the limit set to 0).
+``WOR_MAX_ROW_CELLS`` (top-1,000 logs) before the box search (tests/test_intervals_worbox.py); here every
+row is forced through it (the limit set to 0) and the box search is off (its budget set to 0).
 
 * Per set: ``_cut`` equals ``1 + p_max(H) - Q(H)`` with Q by ``_q_min_wor`` on H's weights and
   ``_intervals_worcap.pieces`` (the Python reference of §3.5; no merge at these sizes), on random sets
@@ -48,6 +49,7 @@ def half_cap(p_max: Any, w: Any, forced: Any, cap: Any, *rest: Any) -> Any:
 
 def search_high(p: np.ndarray, q: np.ndarray, n: int, scheme: str, monkeypatch: pytest.MonkeyPatch) -> np.ndarray:
     monkeypatch.setattr(iw, "WOR_MAX_ROW_CELLS", 0)  # every row through the candidate search
+    monkeypatch.setattr(iw, "WOR_BOX_BUDGET", 0)  # and only it (no box search after it: test_intervals_worbox)
     return np.asarray(mf.acceptance_bounds(p, q, n, scheme)[1])
 
 

@@ -4,12 +4,14 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
 
 #include "mdsd/parallel.hpp"
+#include "mdsd/wor_box.hpp"
 #include "mdsd/wor_bucket.hpp"
 
 namespace py = pybind11;
@@ -53,12 +55,13 @@ F64 bucket_alpha(const F64& p, const F64& q, const F64& u, int k, int threads) {
     return out;
 }
 
-F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp, const F64& uq, const F64& tq,
-            int k, const F64& p_top, const I64& n_tc, int pieces, int threads) {
+// The checks of the union-layout row arguments shared by wor_cut_min and wor_cut_descent.
+void check_cut_rows(const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp, const F64& uq,
+                    const F64& tq, int k, const F64& p_top, const I64& n_tc, int pieces) {
     check_rows(p, q, k);
     if (pieces < 1 || pieces > mdsd::kMaxCapPieces)
         throw std::invalid_argument("pieces: must be in 1..2^20, got " + std::to_string(pieces));
-    const int64_t B = p.shape(0), L = p.shape(1);
+    const int64_t B = p.shape(0);
     if (hidden.ndim() != 1 || hidden.shape(0) != B) throw std::invalid_argument("hidden: expected a (B,) array");
     for (int64_t r = 0; r < B; ++r)
         if (hidden.data()[r] < 0) throw std::invalid_argument("hidden: counts must be >= 0");
@@ -70,19 +73,61 @@ F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const 
     if (n_tc.ndim() != 1 || n_tc.shape(0) != B) throw std::invalid_argument("n_tc: expected a (B,) array");
     for (int64_t r = 0; r < B; ++r)
         if (n_tc.data()[r] < 0) throw std::invalid_argument("n_tc: counts must be >= 0");
+}
+
+mdsd::TruncatedRow cut_row(int64_t r, const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp,
+                           const F64& uq, const F64& tq, const F64& p_top, const I64& n_tc) {
+    const int64_t L = p.shape(1);
+    return mdsd::TruncatedRow{
+        p.data() + r * L, q.data() + r * L, L, hidden.data()[r], up.data()[r], tp.data()[r], uq.data()[r], tq.data()[r],
+        p_top.data()[r],  n_tc.data()[r]};
+}
+
+F64 cut_min(const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp, const F64& uq, const F64& tq,
+            int k, const F64& p_top, const I64& n_tc, int pieces, int threads) {
+    check_cut_rows(p, q, hidden, up, tp, uq, tq, k, p_top, n_tc, pieces);
+    const int64_t B = p.shape(0);
     F64 out(B);
     double* o = out.mutable_data();
     {
         py::gil_scoped_release nogil;
         mdsd::parallel_rows<mdsd::WorBoundsWorkspace>(B, threads, [&](int64_t r, mdsd::WorBoundsWorkspace& ws) {
-            const mdsd::TruncatedRow row{p.data() + r * L, q.data() + r * L, L,
-                                         hidden.data()[r], up.data()[r],     tp.data()[r],
-                                         uq.data()[r],     tq.data()[r],     p_top.data()[r],
-                                         n_tc.data()[r]};
-            o[r] = mdsd::wor_cut_min(row, k, ws, pieces);
+            o[r] = mdsd::wor_cut_min(cut_row(r, p, q, hidden, up, tp, uq, tq, p_top, n_tc), k, ws, pieces);
         });
     }
     return out;
+}
+
+py::tuple cut_descent(const F64& p, const F64& q, const I64& hidden, const F64& up, const F64& tp, const F64& uq,
+                      const F64& tq, int k, const F64& p_top, const I64& n_tc, const I64& start, int64_t budget,
+                      int pieces, bool hold_a, int threads) {
+    check_cut_rows(p, q, hidden, up, tp, uq, tq, k, p_top, n_tc, pieces);
+    const int64_t B = p.shape(0);
+    if (start.ndim() != 2 || start.shape(0) != B || start.shape(1) != 3)
+        throw std::invalid_argument("start: expected a (B, 3) array of (h_B, h_C, A prefix)");
+    if (budget < 0) throw std::invalid_argument("budget: must be >= 0");
+    F64 high(B);
+    I64 work(B);
+    py::array_t<bool> whole(B);
+    I64 arg({B, int64_t{4}});
+    double* o = high.mutable_data();
+    int64_t* wk = work.mutable_data();
+    bool* wh = whole.mutable_data();
+    int64_t* ag = arg.mutable_data();
+    const int64_t* st = start.data();
+    {
+        py::gil_scoped_release nogil;
+        mdsd::parallel_rows<mdsd::WorBoundsWorkspace>(B, threads, [&](int64_t r, mdsd::WorBoundsWorkspace& ws) {
+            const mdsd::BoxSearch s =
+                mdsd::wor_cut_descent(cut_row(r, p, q, hidden, up, tp, uq, tq, p_top, n_tc), k, st[3 * r],
+                                      st[3 * r + 1], st[3 * r + 2], budget, ws, pieces, hold_a);
+            o[r] = s.high;
+            wk[r] = s.work;
+            wh[r] = s.whole;
+            std::copy_n(s.arg, 4, ag + 4 * r);
+        });
+    }
+    return py::make_tuple(high, work, whole, arg);
 }
 
 }  // namespace
@@ -102,4 +147,12 @@ void register_bounds(py::module_& m) {
           "T's columns zeroed, p_top = p(T) and n_tc = its p-unseen tokens (zeros for wor), (B,); pieces:\n"
           "the q mass forced into H at the cap t_q in at most this many pieces, equal lumps beyond (§3.5;\n"
           "1: one lump, §3; the default 2^20 never merges below 2^20 unseen tokens).");
+    m.def("wor_cut_descent", &cut_descent, py::arg("p"), py::arg("q"), py::arg("hidden"), py::arg("up"), py::arg("tp"),
+          py::arg("uq"), py::arg("tq"), py::arg("k"), py::arg("p_top"), py::arg("n_tc"), py::arg("start"),
+          py::arg("budget"), py::arg("pieces") = mdsd::kMaxCapPieces, py::arg("hold_a") = false, py::arg("threads") = 1,
+          "Per row: the smallest cut bound of wor_cut_min over the sets of its family that a descent from\n"
+          "start = (h_B, h_C, A prefix), (B, 3), visits within budget (race steps plus sets tried) by boxes\n"
+          "of the family (docs/intervals.md §3.2): (high, work, whole, arg), whole = a box covered the family\n"
+          "(high is then wor_cut_min's), arg = the best set's (h_B, h_C, A prefix, h_D), (B, 4). hold_a keeps the A "
+          "prefix at the start's (a negative control).");
 }

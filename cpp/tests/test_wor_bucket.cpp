@@ -8,11 +8,18 @@
 //   * the forced mass at the cap (mdsd/wor_pieces.hpp): the pieces' tail table against adding the
 //     pieces as tokens and calling value() (1e-13, 1 to 90 pieces, with and without a remainder),
 //     2,000 pieces as tokens, 10^5 against their Poisson limit (the bucket), and forced_pieces' split
-//     (whole pieces, the remainder, equal lumps beyond the cap).
+//     (whole pieces, the remainder, equal lumps beyond the cap);
+//   * the boxes of §3.2's family (mdsd/wor_box.hpp): the family split into boxes has wor_cut_min's
+//     minimum, so does the best set as a box of one and the box with its corner there, the descent
+//     with no limit covers the family and equals it, with a small budget it is
+//     never below it and spends at most the budget, and with none it tries nothing.
+#include "mdsd/wor_box.hpp"
 #include "mdsd/wor_bucket.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "cases.hpp"
@@ -182,5 +189,63 @@ int main() {
         CHECK(mdsd::forced_pieces(0.0, 0.1, 64).clocks() == 0 && mdsd::forced_pieces(0.35, 0.1, 1).clocks() == 1);
         CHECK(mdsd::forced_pieces(0.05, 0.1, 64).m == 1 && mdsd::forced_pieces(0.05, 0.1, 64).rem == 0.0);
     }
+    int corner_checked = 0;
+    for (int rep = 0; rep < 40; ++rep) {  // boxes of the family
+        check::context(("boxes, rep " + std::to_string(rep)).c_str());
+        const int64_t L = g.integer(8, 30);
+        const int k = static_cast<int>(g.integer(2, 4));
+        std::vector<double> p(L), q(L);
+        double sp = 0.0, sq = 0.0;
+        for (int64_t j = 0; j < L; ++j) {
+            const int64_t cls = g.integer(0, 3);  // A, B, C, or A again
+            p[j] = cls == 2 ? 0.0 : g.uniform(0.01, 1.0);
+            q[j] = cls == 1 ? 0.0 : g.uniform(0.01, 1.0);
+            sp += p[j];
+            sq += q[j];
+        }
+        const double up = g.uniform(0.0, 0.5), uq = g.uniform(0.0, 0.5);
+        for (int64_t j = 0; j < L; ++j) {  // normalise to logged mass 1 - u, the caps below every logged value
+            p[j] *= (1.0 - up) / sp;
+            q[j] *= (1.0 - uq) / sq;
+        }
+        double tp = 1.0, tq = 1.0;
+        for (int64_t j = 0; j < L; ++j) {
+            if (p[j] > 0.0) tp = std::min(tp, p[j]);
+            if (q[j] > 0.0) tq = std::min(tq, q[j]);
+        }
+        const mdsd::TruncatedRow row{p.data(), q.data(), L, g.integer(0, 6), up, tp, uq, tq};
+        mdsd::WorBoundsWorkspace ws;
+        const double full = mdsd::wor_cut_min(row, k, ws);
+        const mdsd::CutFamily& fm = ws.fam;
+        const int64_t hb = fm.nB / 2, hc = fm.nC / 2, ha = fm.nA / 2;
+        double split = 1.0;
+        for (const mdsd::CutBox& b :
+             {mdsd::CutBox{0, hb, 0, hc, 0, ha}, mdsd::CutBox{hb + 1, fm.nB, 0, hc, 0, ha},
+              mdsd::CutBox{0, fm.nB, hc + 1, fm.nC, 0, ha}, mdsd::CutBox{0, fm.nB, 0, fm.nC, ha + 1, fm.nA}}) {
+            if (b.b0 > b.b1 || b.c0 > b.c1 || b.a0 > b.a1) continue;
+            mdsd::wor_cut_min(row, k, ws);  // a fresh family and race
+            ws.fam.best = 1.0;
+            mdsd::cut_family_box(b, ws);
+            split = std::min(split, ws.fam.best);
+        }
+        CHECK_NEAR(split, full, 1e-13);
+        const mdsd::BoxSearch all = mdsd::wor_cut_descent(row, k, 0, 0, 0, int64_t{1} << 40, ws);
+        CHECK(all.whole);
+        CHECK_NEAR(all.high, full, 1e-13);
+        // the best set alone, and the box with its corner there: the race reaches the corner's counts
+        const int64_t b = all.arg[0], c = all.arg[1], a = all.arg[2];
+        for (const mdsd::CutBox& one : {mdsd::CutBox{b, b, c, c, a, a}, mdsd::CutBox{b, fm.nB, c, fm.nC, a, fm.nA}}) {
+            mdsd::wor_cut_min(row, k, ws);
+            ws.fam.best = 1.0;
+            mdsd::cut_family_box(one, ws);
+            CHECK_NEAR(ws.fam.best, full, 1e-13);
+        }
+        corner_checked += (c > 0 && a > 0);
+        const mdsd::BoxSearch few = mdsd::wor_cut_descent(row, k, 1, 1, 1, 60, ws);
+        CHECK(few.high >= full - 1e-13 && few.work <= 60);
+        const mdsd::BoxSearch none = mdsd::wor_cut_descent(row, k, 0, 0, 0, 0, ws);
+        CHECK(none.high == 1.0 && none.work == 0 && none.boxes == 0);
+    }
+    CHECK(corner_checked >= 5);  // best sets with C and A prefixes below them: the corner's race is used
     return check::summary("test_wor_bucket");
 }

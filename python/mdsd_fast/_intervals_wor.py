@@ -12,6 +12,8 @@ a time, so no row's result depends on the others, on the padding or on the chunk
   most ``WOR_HIGH_PIECES`` pieces (docs/intervals.md §3.5; 1 is §3's single lump).
 * ``wor_set_high``: the same cap-aware cut bound of one given set H per row, for the candidate
   search of the rows beyond ``WOR_MAX_ROW_CELLS`` (``intervals._cut``), by the same kernel.
+* ``wor_box_high``: on those rows, a descent inside §3.2's family from the candidate search's best
+  set (``family_start``), by boxes of the same kernel, under ``WOR_BOX_BUDGET`` (§3.2).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ WOR_MAX_ROW_CELLS = 1 << 18
 #: kernel's cost does not grow with it; a completion needs at most |U_q| pieces, so 2^20 is the exact
 #: fill at the cap up to V = 2^20 (the Python reference ``_intervals_worcap`` caps at 64: it pays per piece).
 WOR_HIGH_PIECES = 1 << 20
+#: Work per row of ``wor_box_high`` (race steps plus sets tried): on held-out top-1,000 rows (seed 7,
+#: bench/bench_wor_cut.py --budget) 2^12 to 2^18 give the same high, so the smallest (§6, session 18).
+WOR_BOX_BUDGET = 1 << 12
 
 
 def wor_low(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -> _F:
@@ -78,24 +83,64 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
     replacement after the top m tokens T of q, on the union layout (``p.hidden``: the tokens logged
     in neither). T's columns are zeroed and enter as p(T) and its p-unseen count; Q is the random
     part's, on q off T (docs/intervals.md §3.2), with the forced q mass at the cap (§3.5)."""
-    off = ~T
     return np.asarray(
-        _core.wor_cut_min(
-            np.where(off, p.x, 0.0),
-            np.where(off, q.x, 0.0),
-            p.hidden.astype(np.int64),
-            p.u,
-            p.t,
-            q.u,
-            q.t,
-            n - m,
-            (p.x * T).sum(axis=1),
-            (T & p.unseen).sum(axis=1).astype(np.int64),
-            pieces=WOR_HIGH_PIECES,
-            threads=check_threads(threads),
-        ),
+        _core.wor_cut_min(*_family_args(p, q, T, n, m), pieces=WOR_HIGH_PIECES, threads=check_threads(threads)),
         dtype=np.float64,
     )
+
+
+def _family_args(p: Any, q: Any, T: _B, n: int, m: int) -> tuple[Any, ...]:
+    """The kernel's row arguments (p, q, hidden, up, tp, uq, tq, k, p_top, n_tc): T's columns zeroed."""
+    off = ~T
+    return (
+        np.where(off, p.x, 0.0),
+        np.where(off, q.x, 0.0),
+        p.hidden.astype(np.int64),
+        p.u,
+        p.t,
+        q.u,
+        q.t,
+        n - m,
+        (p.x * T).sum(axis=1),
+        (T & p.unseen).sum(axis=1).astype(np.int64),
+    )
+
+
+def family_start(p: Any, q: Any, H: _B, T: _B) -> NDArray[np.int64]:
+    """(h_B, h_C, |H ∩ A|) of each row's H off T, (B, 3): the coordinates in §3.2's family of the set
+    that takes as many tokens of each class (and the A prefix of that length)."""
+    both = (p.x > 0) & (q.x > 0)
+    Hf = H & ~T
+    return np.stack(
+        [(Hf & (p.x > 0) & ~both).sum(axis=1), (Hf & (q.x > 0) & ~both).sum(axis=1), (Hf & both).sum(axis=1)], axis=1
+    ).astype(np.int64)
+
+
+def wor_box_high(
+    p: Any,
+    q: Any,
+    T: _B,
+    n: int,
+    m: int,
+    start: NDArray[np.int64],
+    budget: int | None = None,
+    threads: int | None = None,
+    hold_a: bool = False,
+) -> tuple[_F, NDArray[np.int64], _B]:
+    """(high, work, whole) per row: the smallest cut bound of ``wor_high``'s family over the sets a
+    descent from ``start`` (``family_start``) visits within ``budget`` (docs/intervals.md §3.2), each
+    a valid bound; ``whole``: a box covered the family, so high is ``wor_high``'s. ``budget``:
+    ``WOR_BOX_BUDGET`` if None. ``hold_a`` keeps the A prefix at the start's (the tests' negative
+    control)."""
+    high, work, whole, _ = _core.wor_cut_descent(
+        *_family_args(p, q, T, n, m),
+        np.ascontiguousarray(start, dtype=np.int64),
+        int(WOR_BOX_BUDGET if budget is None else budget),
+        pieces=WOR_HIGH_PIECES,
+        hold_a=hold_a,
+        threads=check_threads(threads),
+    )
+    return np.asarray(high, dtype=np.float64), np.asarray(work), np.asarray(whole)
 
 
 def wor_set_high(p_max: _F, w: _F, forced: _F, cap: _F, out: _F, k: int, threads: int | None = None) -> _F:

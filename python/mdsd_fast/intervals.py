@@ -41,7 +41,7 @@ from ._intervals_sparse import (
     unseen_mass,
 )
 from ._intervals_tight import iid_max
-from ._intervals_wor import wor_high, wor_high_rows, wor_low, wor_set_high
+from ._intervals_wor import family_start, wor_box_high, wor_high, wor_high_rows, wor_low, wor_set_high
 from ._intervals_worcap import wor_cap_high
 from ._intervals_worwit import wor_witness
 from ._validate import _as_float_array, _sampled, check_n, check_scheme, check_threads, mixed_parts
@@ -259,10 +259,11 @@ def _certs(pc: _F, qc: _F, n: int, scheme: str, T: _B, threads: int | None = Non
 
 def _high(
     p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, steps: int, threads: int | None = None
-) -> tuple[_F, _F, _F]:
-    """min over candidate certificates of their largest cut value (docs/intervals.md §3), and the
+) -> tuple[_F, _F, _F, NDArray[np.int64]]:
+    """min over candidate certificates of their largest cut value (docs/intervals.md §3), the
     largest and smallest alpha* among the completions visited (witnesses: the true extremes lie
-    between them and the bounds).
+    between them and the bounds), and the best candidate's coordinates in §3.2's family
+    (``family_start``; for "wor", the box search's start).
 
     Candidates: the certificates of the extreme completions, then of a Frank-Wolfe ascent from the
     best of them (each step moves toward the vertex that gives the current certificate H the most
@@ -274,6 +275,7 @@ def _high(
     witness = np.zeros(B)
     lowest = np.ones(B)
     start_p, start_q = p.x.copy(), q.x.copy()
+    coords = np.zeros((B, 3), dtype=np.int64)
 
     def visit(pc: _F, qc: _F) -> _B:
         nonlocal best, witness, lowest
@@ -283,7 +285,11 @@ def _high(
         start_p[better], start_q[better] = pc[better], qc[better]
         witness = np.maximum(witness, alpha)
         for Hv, hid in ((H & ~both_unseen, False), (H | both_unseen, True)):  # concave in |H ∩ D|: ends
-            best = np.minimum(best, _cut(p, q, Hv, T, n - m, wor, hid, threads))
+            cut = _cut(p, q, Hv, T, n - m, wor, hid, threads)
+            if wor:
+                lower = cut < best
+                coords[lower] = family_start(p, q, Hv, T)[lower]
+            best = np.minimum(best, cut)
         return H
 
     for pc, qc in completions(p, q):
@@ -296,7 +302,7 @@ def _high(
         pc = (1 - gamma) * pc + gamma * _fill(p, ids - 2.0 * H)
         qc = (1 - gamma) * qc + gamma * _fill(q, ids + 2.0 * H)
         H = visit(pc, qc)
-    return best, witness, lowest
+    return best, witness, lowest, coords
 
 
 def acceptance_bounds(
@@ -437,11 +443,15 @@ def _bounds(
                 wor_high(sub[0], sub[1], T[fast], n, m, threads) if wor else iid_high(sub[0], sub[1], T[fast], n - m)
             )
         search = np.flatnonzero(~fast | witnesses)
+        start = np.zeros((B, 3), dtype=np.int64)
         for rows, pg, qg in column_groups(P, Q, V, search, _Log, COMPRESS_KEEP) if search.size else []:
-            h, whi[rows], wlo[rows] = _high(
+            h, whi[rows], wlo[rows], start[rows] = _high(
                 pg, qg, n, scheme, m, _top(qg, m) if m else np.zeros(pg.x.shape, bool), steps, threads
             )
             hi[rows] = np.where(fast[rows], hi[rows], h)
+        if wor and (~fast).any():  # inside §3.2's family from the search's best set (§3.2)
+            big = _take(pl, ql, ~fast)
+            hi[~fast] = np.minimum(hi[~fast], wor_box_high(*big, T[~fast], n, m, start[~fast], threads=threads)[0])
         if witnesses and not wor:  # bracket the largest alpha* over completions (§3.3)
             br = iid_max(pl, ql, n, hi, threads=threads, T=T, m=m)
             whi, hi = np.fmax(whi, br.witness), np.minimum(hi, br.high)

@@ -10,7 +10,8 @@
 //     order). Q_min(H) holds the q mass forced into H at the cap (mdsd/wor_pieces.hpp, §3.5), or as
 //     one "lump" token with pieces = 1 (§3); either changes the count's tail in closed form (one
 //     token: Fbar' = Fbar - b_lump P[k-1]; equal pieces: a binomial count), so every lump shares one
-//     race state.
+//     race state. The family is one box of cut_family_box, which mdsd/wor_box.hpp's search calls
+//     on parts of it (rows too large for the whole).
 #pragma once
 
 #include <algorithm>
@@ -54,12 +55,56 @@ inline double race_integral(const race::WorRace& r, const double* fbar, double l
     return 1.0 - r.ltail(x) - r.h * x * acc;
 }
 
+// One row's logs on its union layout (docs/intervals.md §5): p and q on L columns (logged values,
+// 0 elsewhere; a column with both 0 is padding), D = `hidden` tokens logged in neither, the
+// unseen masses and caps (up, tp) and (uq, tq). For "top<m>+wor" the columns of T (q's top m,
+// in every H) are zeroed and T enters through p_T = p(T) and n_tc = |T ∩ U_p| (its p-unseen
+// tokens); Q is then the random part's, on q off T (the race is invariant to the weights' scale).
+struct TruncatedRow {
+    const double *p, *q;
+    int64_t L, hidden;
+    double up, tp, uq, tq;
+    double p_T = 0.0;
+    int64_t n_tc = 0;
+};
+
+// One row's §3.2 family, sorted and summed, for boxes of it (cut_family_box): A = logged in both
+// (in ratio order), B = in p only (cheapest first), C = in q only (heaviest first), D = `hidden`.
+// A lump is a forced q mass for an end of D and a run of h_B with the same (forced, outside) pair:
+// a larger h_B in the run only adds p, so the run's first stands for it.
+struct CutLump {
+    double pB, lump, off;
+    int64_t hb, hb_end, d;  // h_B's run [hb, hb_end], h_D
+    ForcedPieces fp;
+    int64_t tab;  // offset of its tail table in WorBoundsWorkspace::lump_b, -1 until a box needs it
+};
+
+// A box of the family: h_B in [b0, b1], h_C in [c0, c1], A prefixes [a0, a1], both ends of D.
+struct CutBox {
+    int64_t b0, b1, c0, c1, a0, a1;
+};
+
+struct CutFamily {
+    const TruncatedRow* row = nullptr;
+    int k = 0;
+    int64_t nA = 0, nB = 0, nC = 0, nD = 0;
+    std::vector<double> bs, cs;
+    std::vector<CutLump> lumps;
+    std::vector<double> empty;  // the race's counts right after reset
+    int64_t gs_empty = 0;
+    double best = 1.0;
+    CutBox arg{};        // the best set so far, as a box of one (b0 = its h_B run's first)
+    int64_t arg_d = 0;   // and its h_D
+    int64_t work = 0;    // race steps and sets tried since prepare: the budget's unit
+};
+
 struct WorBoundsWorkspace {
     OrderWorkspace ow;
     std::vector<int32_t> order;
     std::vector<double> pa, qa, lam, fbar, last, lump_b, corr, e, b, sav, e2, b2, pmf;
     std::vector<double> cum_b, cum_c, suf_c, PA, SA, suf_a;
     race::WorRace race;
+    CutFamily fam;
 };
 
 // 1 + min over H of [p(H) - Q(H + bucket)] (clipped to [0, 1]) for k draws without replacement
@@ -98,41 +143,32 @@ inline double wor_bucket_alpha(const double* p, const double* q, int64_t L, doub
     return std::clamp(1.0 + best, 0.0, 1.0);
 }
 
-// One row's logs on its union layout (docs/intervals.md §5): p and q on L columns (logged values,
-// 0 elsewhere; a column with both 0 is padding), D = `hidden` tokens logged in neither, the
-// unseen masses and caps (up, tp) and (uq, tq). For "top<m>+wor" the columns of T (q's top m,
-// in every H) are zeroed and T enters through p_T = p(T) and n_tc = |T ∩ U_p| (its p-unseen
-// tokens); Q is then the random part's, on q off T (the race is invariant to the weights' scale).
-struct TruncatedRow {
-    const double *p, *q;
-    int64_t L, hidden;
-    double up, tp, uq, tq;
-    double p_T = 0.0;
-    int64_t n_tc = 0;
-};
-
-// min over every token set H of 1 + p_max(H) - Q_min(H) for k draws without replacement
-// (docs/intervals.md §3.2): A = logged in both, B = in p only, C = in q only. H takes the h_B
-// cheapest (p) tokens of B, the h_C heaviest (q) of C, none or all of D and a prefix of A in ratio
-// order. Q_min(H) = Q of the weights (q on H, the unseen q mass H must hold in at most `pieces`
-// pieces at the cap t_q: forced_pieces) against the outside total (q off H, plus the unseen q mass
-// that fits off H). pieces = 1 is §3's single lump.
-inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws, int pieces = kMaxCapPieces) {
+// Sorts the row's classes, their sums and the forced masses, and resets the race for the smallest
+// outside total of any set of the family (so every box's integrals run on one grid).
+inline void cut_family_prepare(const TruncatedRow& row, int k, int pieces, WorBoundsWorkspace& ws) {
+    CutFamily& fm = ws.fam;
     const double *p = row.p, *q = row.q;
-    std::vector<double> bs, cs;
+    fm.row = &row;
+    fm.k = k;
+    fm.bs.clear();
+    fm.cs.clear();
     ws.pa.clear();
     ws.qa.clear();
     for (int64_t j = 0; j < row.L; ++j) {
         if (p[j] > 0.0 && q[j] > 0.0) {
             ws.pa.push_back(p[j]);
             ws.qa.push_back(q[j]);
-        } else if (p[j] > 0.0) bs.push_back(p[j]);
-        else if (q[j] > 0.0) cs.push_back(q[j]);
+        } else if (p[j] > 0.0) fm.bs.push_back(p[j]);
+        else if (q[j] > 0.0) fm.cs.push_back(q[j]);
     }
-    const int64_t nA = static_cast<int64_t>(ws.pa.size()), nB = static_cast<int64_t>(bs.size());
-    const int64_t nC = static_cast<int64_t>(cs.size()), nD = row.hidden;
-    std::sort(bs.begin(), bs.end());
-    std::sort(cs.begin(), cs.end(), std::greater<double>());
+    const int64_t nA = static_cast<int64_t>(ws.pa.size()), nB = static_cast<int64_t>(fm.bs.size());
+    const int64_t nC = static_cast<int64_t>(fm.cs.size()), nD = row.hidden;
+    fm.nA = nA;
+    fm.nB = nB;
+    fm.nC = nC;
+    fm.nD = nD;
+    std::sort(fm.bs.begin(), fm.bs.end());
+    std::sort(fm.cs.begin(), fm.cs.end(), std::greater<double>());
     ratio_order(ws.pa.data(), ws.qa.data(), nA, ws.ow, ws.order);
     auto prefix = [](std::vector<double>& cum, int64_t n, auto val) {
         cum.assign(static_cast<std::size_t>(n) + 1, 0.0);
@@ -142,6 +178,7 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
         suf.assign(static_cast<std::size_t>(n) + 1, 0.0);
         for (int64_t i = n - 1; i >= 0; --i) suf[i] = suf[i + 1] + val(i);
     };
+    const std::vector<double>&bs = fm.bs, &cs = fm.cs;
     prefix(ws.cum_b, nB, [&](int64_t i) { return bs[i]; });
     prefix(ws.cum_c, nC, [&](int64_t i) { return cs[i]; });
     suffix(ws.suf_c, nC, [&](int64_t i) { return cs[i]; });
@@ -149,29 +186,25 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
     prefix(ws.SA, nA, [&](int64_t i) { return ws.qa[ws.order[i]]; });
     suffix(ws.suf_a, nA, [&](int64_t i) { return ws.qa[ws.order[i]]; });
 
-    // Lumps: for none / all of D and each h_B, the q mass forced into H and the q mass that fits
-    // off it. A larger h_B with the same pair only adds p: dominated, skipped.
-    struct Lump {
-        double pB, lump, off;
-        int64_t d;
-        ForcedPieces fp;
-    };
-    std::vector<Lump> lumps;
+    fm.lumps.clear();
     for (int64_t d : {int64_t{0}, nD}) {
-        if (d == nD && d == 0 && !lumps.empty()) break;
+        if (d == nD && d == 0 && !fm.lumps.empty()) break;
         double prev_lump = -1.0, prev_off = -1.0;
         for (int64_t hb = 0; hb <= nB; ++hb) {
             const double room = row.tq * static_cast<double>((nB - hb) + (nD - d));
             const double lump = std::max(0.0, row.uq - room), off = std::min(row.uq, room);
-            if (lump == prev_lump && off == prev_off) continue;
+            if (lump == prev_lump && off == prev_off) {
+                fm.lumps.back().hb_end = hb;
+                continue;
+            }
             prev_lump = lump;
             prev_off = off;
-            lumps.push_back(Lump{ws.cum_b[hb], lump, off, d, forced_pieces(lump, row.tq, pieces)});
+            fm.lumps.push_back(CutLump{ws.cum_b[hb], lump, off, hb, hb, d, forced_pieces(lump, row.tq, pieces), -1});
         }
     }
     const double total = ws.suf_c[0] + ws.suf_a[0] + row.uq;
     double lam_min = std::numeric_limits<double>::infinity();
-    for (const Lump& lp : lumps)
+    for (const CutLump& lp : fm.lumps)
         for (double base : {ws.suf_c[nC] + ws.suf_a[nA], nC ? cs[nC - 1] : 0.0, nA ? ws.suf_a[nA - 1] : 0.0}) {
             const double lam = base + lp.off;
             if (lam > 0.0) lam_min = std::min(lam_min, lam);
@@ -187,34 +220,67 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
     ws.corr.assign(G, 0.0);
     ws.e.resize(G);
     ws.b.resize(G);
-    // per lump: 1 - e^{-lump t} on every node (one clock), or the pieces' tail table (k rows of G)
-    const std::size_t stride = static_cast<std::size_t>(k) * G;
-    ws.lump_b.assign(lumps.size() * stride, 0.0);
-    for (std::size_t f = 0; f < lumps.size(); ++f) {
-        double* tab = ws.lump_b.data() + f * stride;
-        if (lumps[f].fp.clocks() == 1)
-            race::factor_chain(r.t.data(), G, r.M, r.M, lumps[f].lump * r.scale, ws.e.data(), tab);
-        else if (lumps[f].fp.clocks() > 1) pieces_tail_table(r, lumps[f].fp, k, tab, ws.e, ws.b, ws.e2, ws.b2, ws.pmf);
-    }
+    ws.lump_b.clear();
+    r.save_counts(fm.empty, fm.gs_empty);
+    fm.best = 1.0;
+    fm.arg = CutBox{};
+    fm.arg_d = 0;
+    fm.work = 0;
+}
 
-    double best = 1.0;
+// The lump's tail table: 1 - e^{-lump t} on every node (one clock), or the pieces' (k rows of G).
+inline const double* cut_lump_table(CutLump& lp, WorBoundsWorkspace& ws) {
+    race::WorRace& r = ws.race;
+    const std::size_t stride = static_cast<std::size_t>(ws.fam.k) * r.G;
+    if (lp.tab < 0) {
+        lp.tab = static_cast<int64_t>(ws.lump_b.size());
+        ws.lump_b.resize(ws.lump_b.size() + stride, 0.0);
+        double* tab = ws.lump_b.data() + lp.tab;
+        if (lp.fp.clocks() == 1) race::factor_chain(r.t.data(), r.G, r.M, r.M, lp.lump * r.scale, ws.e.data(), tab);
+        else if (lp.fp.clocks() > 1) pieces_tail_table(r, lp.fp, ws.fam.k, tab, ws.e, ws.b, ws.e2, ws.b2, ws.pmf);
+    }
+    return ws.lump_b.data() + lp.tab;
+}
+
+// The smallest cut bound 1 + p_max(H) - Q_min(H) over the box's sets into ws.fam.best (and its
+// set into ws.fam.arg): one race for the box, from the empty counts through the C and A prefixes
+// below it, then its C tokens (counts saved and restored between h_C) and its A prefixes.
+inline void cut_family_box(const CutBox& box, WorBoundsWorkspace& ws) {
+    CutFamily& fm = ws.fam;
+    const TruncatedRow& row = *fm.row;
+    const int k = fm.k;
+    race::WorRace& r = ws.race;
+    const int64_t G = r.G;
+    std::vector<std::size_t> in;  // the box's lumps
+    for (std::size_t f = 0; f < fm.lumps.size(); ++f)
+        if (fm.lumps[f].hb <= box.b1 && fm.lumps[f].hb_end >= box.b0) in.push_back(f);
+    for (std::size_t f : in) cut_lump_table(fm.lumps[f], ws);
+    r.restore_counts(fm.empty, fm.gs_empty);
+    for (int64_t i = 0; i < box.c0; ++i) r.add(fm.cs[i]);
+    for (int64_t i = 0; i < box.a0; ++i) r.add(ws.qa[ws.order[i]]);
+    fm.work += box.c0 + box.a0;
     int64_t gs = 0;
-    for (int64_t hc = 0; hc <= nC; ++hc) {
-        if (hc > 0) {
+    for (int64_t hc = box.c0; hc <= box.c1; ++hc) {
+        if (hc > box.c0) {
             r.restore_counts(ws.sav, gs);
-            r.add(cs[hc - 1]);
+            r.add(fm.cs[hc - 1]);
+            ++fm.work;
         }
         r.save_counts(ws.sav, gs);
-        for (int64_t j = 0; j <= nA; ++j) {
-            if (j > 0) r.add(ws.qa[ws.order[j - 1]]);
+        for (int64_t j = box.a0; j <= box.a1; ++j) {
+            if (j > box.a0) {
+                r.add(ws.qa[ws.order[j - 1]]);
+                ++fm.work;
+            }
+            fm.work += static_cast<int64_t>(in.size());
             std::fill(ws.fbar.begin(), ws.fbar.end(), 0.0);
             for (int c = 0; c < k; ++c)
                 for (int64_t g = 0; g < r.g_sat; ++g) ws.fbar[g] += r.P[static_cast<std::size_t>(c) * G + g];
             std::copy_n(r.P.begin() + static_cast<std::ptrdiff_t>(k - 1) * G, G, ws.last.begin());
             const double w_in = ws.cum_c[hc] + ws.SA[j], out = ws.suf_c[hc] + ws.suf_a[j];
             const int64_t count = hc + j;
-            for (std::size_t f = 0; f < lumps.size(); ++f) {
-                const Lump& lp = lumps[f];
+            for (std::size_t f : in) {
+                const CutLump& lp = fm.lumps[f];
                 const double p_in =
                     row.p_T + lp.pB + ws.PA[j] + std::min(row.up, row.tp * static_cast<double>(row.n_tc + hc + lp.d));
                 const double lam = out + lp.off, w = w_in + lp.lump;
@@ -223,8 +289,8 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
                 if (tokens < k) Q = 0.0;
                 else if (!(lam > 0.0)) Q = 1.0;
                 else {
-                    if (1.0 + p_in - std::pow(w / (w + lam), k) >= best) continue;  // Q_wor <= (q share of H)^k
-                    const double* tab = ws.lump_b.data() + f * stride;
+                    if (1.0 + p_in - std::pow(w / (w + lam), k) >= fm.best) continue;  // Q_wor <= (q share of H)^k
+                    const double* tab = ws.lump_b.data() + lp.tab;
                     if (lp.fp.clocks() == 1) {
                         for (int64_t g = 0; g < r.g_sat; ++g) ws.corr[g] = ws.fbar[g] - ws.last[g] * tab[g];
                         Q = race_integral(r, ws.corr.data(), lam, ws.e.data(), ws.b.data());
@@ -238,11 +304,28 @@ inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws
                         Q = race_integral(r, ws.corr.data(), lam, ws.e.data(), ws.b.data());
                     } else Q = race_integral(r, ws.fbar.data(), lam, ws.e.data(), ws.b.data());
                 }
-                best = std::min(best, 1.0 + p_in - Q);
+                const double v = 1.0 + p_in - Q;
+                if (v < fm.best) {
+                    fm.best = v;
+                    fm.arg = CutBox{lp.hb, lp.hb, hc, hc, j, j};
+                    fm.arg_d = lp.d;
+                }
             }
         }
     }
-    return best;
+}
+
+// min over every token set H of 1 + p_max(H) - Q_min(H) for k draws without replacement
+// (docs/intervals.md §3.2): A = logged in both, B = in p only, C = in q only. H takes the h_B
+// cheapest (p) tokens of B, the h_C heaviest (q) of C, none or all of D and a prefix of A in ratio
+// order. Q_min(H) = Q of the weights (q on H, the unseen q mass H must hold in at most `pieces`
+// pieces at the cap t_q: forced_pieces) against the outside total (q off H, plus the unseen q mass
+// that fits off it). pieces = 1 is §3's single lump. The family is one box.
+inline double wor_cut_min(const TruncatedRow& row, int k, WorBoundsWorkspace& ws, int pieces = kMaxCapPieces) {
+    cut_family_prepare(row, k, pieces, ws);
+    const CutFamily& fm = ws.fam;
+    cut_family_box(CutBox{0, fm.nB, 0, fm.nC, 0, fm.nA}, ws);
+    return fm.best;
 }
 
 }  // namespace mdsd
