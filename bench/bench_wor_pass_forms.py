@@ -9,6 +9,8 @@ Forms (each a worker process, all fed the same rows in turn, so that load change
             (``_testing.race_pass_keeps_e(True)``, the form before session 14);
   events_e  this build with the prefix-event sweep's scans keeping every token's e
             (``_testing.wor_events_keeps_e(True)``, the form before session 17);
+  outer_pass this build with the outer system's rank and round passes checkpointed
+            (``_testing.wor_outer_by_division(False)``, the form before session 18);
   base      another build (``--base-pythonpath``: a directory holding its mdsd_fast), its defaults.
 
 Rows as bench_wor_route.py (every --step-th shipped row, --heldout rows of tests/heldout.py seed 0).
@@ -29,7 +31,14 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-TOGGLES = {"new": None, "pass_e": "race_pass_keeps_e", "events_e": "wor_events_keeps_e", "base": None}
+# form -> (the _testing toggle, its value), None: the build's defaults
+TOGGLES = {
+    "new": None,
+    "pass_e": ("race_pass_keeps_e", True),
+    "events_e": ("wor_events_keeps_e", True),
+    "outer_pass": ("wor_outer_by_division", False),
+    "base": None,
+}
 
 
 def row_sets(step: int, heldout: int) -> dict[str, list[tuple[np.ndarray, np.ndarray]]]:
@@ -53,7 +62,8 @@ def worker(form: str, step: int, heldout: int, budget: float | None) -> None:
     from mdsd_fast import _core
 
     if TOGGLES[form]:
-        getattr(_core._testing, TOGGLES[form])(True)
+        toggle, value = TOGGLES[form]
+        getattr(_core._testing, toggle)(value)
     sets = row_sets(step, heldout)
     for line in sys.stdin:
         name, i, n, reps = line.split()

@@ -157,3 +157,32 @@ def test_prepare_h_star_matches_the_every_prefix_scan(rows) -> None:
             (w_e, a_e, s_e), (w_c, a_c, s_c) = got
             assert (w_c, a_c) == (w_e, a_e), (n, got)
             assert abs(s_c - s_e) <= 1e-12, (n, got)
+
+
+def test_outer_passes_by_division_keep_the_plan(rows) -> None:
+    """The outer system's rank and round passes run by division (session 18) instead of checkpointed:
+    the same work, exact acceptance and best order on full held-out rows at n = 3, 4, 8
+    (`wor_outer_by_division(False)` is the old form), and the same work before the inner system.
+    Control: the comparison tells apart a plan that runs one more order (a larger budget)."""
+    P, Q = rows
+    t = _core._testing
+
+    def plan(p, q, n, budget):
+        vb = _core.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, budget)
+        r = vb.route()
+        return float(r["work"][0]), float(vb.exact(2e8, 1)[0]), int(r["best_order"][0]), float(r["work_outer"][0])
+
+    for p, q in zip(P[:4], Q[:4], strict=True):
+        for n in (3, 4, 8):
+            got = []
+            for div in (False, True):
+                t.wor_outer_by_division(div)
+                try:
+                    got.append(plan(p, q, n, 1e7))
+                finally:
+                    t.wor_outer_by_division(True)
+            assert got[0][:3] == got[1][:3], (n, got)
+            assert got[0][3] == got[1][3], (n, got)
+    # negative control: the same comparison tells apart the plan of a budget that runs one more order
+    p, q = P[0], Q[0]
+    assert plan(p, q, 4, 1e7)[:3] != plan(p, q, 4, 4e8)[:3]

@@ -209,6 +209,10 @@ void register_testing(py::module_& m) {
         "wor_events_keeps_e", [](bool keep) { mdsd::verif::wor::events_scan_keeps_e() = keep; }, py::arg("keep"),
         "keep=True: the prefix-event sweep's scans keep every token's e (the form before session 17), for benches\n"
         "and tests that compare the two forms in one process; False (the default): small tokens without e.");
+    t.def(
+        "wor_outer_by_division", [](bool div) { mdsd::verif::wor::outer_passes_by_division() = div; }, py::arg("div"),
+        "div=False: the wor route's outer system runs its rank and round passes checkpointed (race::pass, the form\n"
+        "before session 18), for benches and tests comparing the two; True (the default): by division.");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

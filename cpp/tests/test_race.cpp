@@ -7,6 +7,9 @@
 //   * at h = 1, w_y = Pr[y in S] and sum_y w_y = n on LLM-like rows (n = 2, 4, 8) and at large n;
 //   * the greedy pass (tokens laid in turn, lay(i, w) = 1 - p/w) by pass_div and by pass against
 //     enumeration, and pass_div against pass on long LLM-like rows (|dw| <= 1e-12);
+//   * the outer system's passes (wor outer.hpp, by division since session 18): every token at 1, then
+//     the first half by rho at 0 and the rest at 1, by pass_div and by pass: w within 1e-12
+//     relative, the same rho order; negative control: that half at 1e-2 instead of 0 is caught;
 //   * product_by_moments against the factor-by-factor product; loo_weights against pass at h = 1;
 //   * Grid: its weights integrate Erlang densities to 1; Grid::factors against libm (the chains
 //     and w_raw bit for bit against node-by-node forms: test_race_chains.cpp).
@@ -18,6 +21,8 @@
 #include "mdsd/race/pass.hpp"
 namespace R = mdsd::race;
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <vector>
@@ -236,6 +241,80 @@ static void test_division_equals_checkpointed_pass(Gen& g) {
     std::printf("  pass_div vs pass on long rows: max |dw| = %.2g\n", worst);
 }
 
+static double rel(double a, double b) { return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300}); }
+
+// The outer system's rank pass (every token at weight 1) and a round pass (the first tokens by
+// rho = p / w at 0, the rest at 1) by division and checkpointed; returns the largest relative
+// difference of w.
+static double outer_passes_differ(const R::Grid& gr, const Vec& p, const Vec& q, const std::vector<int32_t>& toks,
+                                  const R::Pair& env, double safe_h, bool* same_order) {
+    std::vector<double> w[2], r[2];
+    std::vector<int32_t> byrho[2];
+    std::size_t nd[2] = {0, 0};
+    for (int form = 0; form < 2; ++form) {
+        auto one = [](int64_t, double) { return 1.0; };
+        if (form == 0) CHECK(R::pass_div(gr, q.data(), toks, env, one, w[form]));
+        else R::pass(gr, q.data(), toks, env, one, w[form]);
+        std::vector<int64_t> idx(toks.size());
+        for (std::size_t i = 0; i < idx.size(); ++i) idx[i] = static_cast<int64_t>(i);
+        const std::vector<double>& wf = w[form];
+        auto rho = [&](int64_t i) { return wf[i] > 0.0 ? p[toks[i]] / wf[i] : 1e300; };
+        std::stable_sort(idx.begin(), idx.end(), [&](int64_t a, int64_t b) { return rho(a) > rho(b); });
+        for (int64_t i : idx) byrho[form].push_back(toks[i]);
+        // the route lays rho >= 1; these systems have all or none there, so the top half stands in
+        nd[form] = toks.size() / 2;
+        const std::size_t k = nd[form];
+        // safe_h: the safe tokens' weight in the form by division (0 in the route; else the control)
+        const double hs = form == 0 ? safe_h : 0.0;
+        auto round = [k, hs](int64_t i, double) { return static_cast<std::size_t>(i) < k ? hs : 1.0; };
+        if (form == 0) CHECK(R::pass_div(gr, q.data(), byrho[form], env, round, r[form]));
+        else R::pass(gr, q.data(), byrho[form], env, round, r[form]);
+    }
+    *same_order = byrho[0] == byrho[1];
+    double worst = 0.0;
+    for (std::size_t i = 0; i < toks.size(); ++i) worst = std::max(worst, rel(w[0][i], w[1][i]));
+    if (*same_order)
+        for (std::size_t i = 0; i < toks.size(); ++i) worst = std::max(worst, rel(r[0][i], r[1][i]));
+    return worst;
+}
+
+static void test_outer_passes_by_division(Gen& g) {
+    // Outer-like systems: the tokens of high p / q (the last ones of the ratio order), most of them
+    // small, in an environment of the others at weight 1.
+    double worst = 0.0, control = 1e300;
+    for (int64_t V : {20000, 45000}) {
+        for (int n : {2, 4, 8}) {
+            check::context("outer passes by division: V = %lld, n = %d", static_cast<long long>(V), n);
+            Vec p, q;
+            cases::llm_rows(g, V, p, q);
+            std::vector<int32_t> sup;
+            for (int32_t y = 0; y < V; ++y)
+                if (q[y] > 0.0) sup.push_back(y);
+            std::stable_sort(sup.begin(), sup.end(), [&](int32_t a, int32_t b) { return p[a] / q[a] < p[b] / q[b]; });
+            const R::Grid gr = grid_of(q, n);
+            const std::size_t ks = sup.size() * 3 / 4;
+            std::vector<int32_t> toks(sup.begin() + static_cast<std::ptrdiff_t>(ks), sup.end());
+            R::Pair env;
+            env.unit(n, gr.G);
+            std::vector<double> e(gr.G), b(gr.G);
+            for (std::size_t i = 0; i < ks; ++i) {
+                gr.factors(q[sup[i]], e.data(), b.data());
+                env.add(e.data(), b.data(), 1.0, q[sup[i]]);
+            }
+            bool same = false;
+            const double d = outer_passes_differ(gr, p, q, toks, env, 0.0, &same);
+            CHECK_MSG(same, "the rho orders differ");
+            CHECK_MSG(d <= 1e-12, "relative difference of w %.3g", d);
+            worst = std::max(worst, d);
+            // negative control: the same comparison with the laid half left at 1e-2 by division
+            const double c = outer_passes_differ(gr, p, q, toks, env, 1e-2, &same);
+            CHECK_MSG(c > 1e-10, "the control went unnoticed: %.3g", c);
+            control = std::min(control, c);
+        }
+    }
+    std::printf("  outer passes by division vs pass: max relative dw = %.2g (control: >= %.2g)\n", worst, control);
+}
+
 static void test_product_by_moments(Gen& g) {
     double worst = 0.0;
     for (int64_t V : {2000, 40000}) {
@@ -365,6 +444,7 @@ int main() {
     test_weights_sum_to_n(g);
     test_greedy_pass_matches_enumeration(g);
     test_division_equals_checkpointed_pass(g);
+    test_outer_passes_by_division(g);
     test_product_by_moments(g);
     test_loo_weights(g);
     test_grid(g);
