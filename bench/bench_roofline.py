@@ -83,7 +83,8 @@ def copy_rows(p2: np.ndarray, q2: np.ndarray, bp: np.ndarray, bq: np.ndarray, th
 
 def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]) -> list[dict[str, object]]:
     """iid n = 4 on a (B, V) batch, one thread against two (wall clock, 3 alternate runs): the C++
-    kernel alone (``_core.dual_batch`` on validated rows), the public API (validation included) and
+    kernel alone (``_core.dual_batch`` on validated rows), the public API (validation included; on
+    float64 and on float32 rows, the width a log or an engine keeps them in) and
     the floor (the same bytes copied by one and by two threads, ``copy_rows``), so the kernel's
     speed-up reads against what the memory allows."""
     import mdsd_fast as mf
@@ -98,10 +99,12 @@ def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]
         for b in range(B):
             P[b], Q[b] = llm_like(rng, V)
         p2, q2, _ = as_pair(P, Q)
+        P32, Q32 = P.astype(np.float32), Q.astype(np.float32)
         bp, bq = np.empty_like(p2), np.empty_like(q2)
         for route, call in (
             ("kernel", lambda t: _core.dual_batch(p2, q2, 4, "iid", "auto", False, t)),  # noqa: B023
             ("mf.optimal_acceptance", lambda t: mf.optimal_acceptance(P, Q, 4, "iid", threads=t)),  # noqa: B023
+            ("mf.optimal_acceptance, float32", lambda t: mf.optimal_acceptance(P32, Q32, 4, "iid", threads=t)),  # noqa: B023
             ("floor (copy of p, q)", lambda t: copy_rows(p2, q2, bp, bq, t)),  # noqa: B023
         ):
             t1, t2 = side_by_side(lambda c=call: c(1), lambda c=call: c(2), 3, time.perf_counter, stat)

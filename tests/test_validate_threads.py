@@ -57,15 +57,22 @@ CALLS: dict[str, Callable[[int | None], Any]] = {
 
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The ``threads`` of every call of the real ``_core.normalize_rows`` during the test."""
+    """The ``threads`` of every call of the real ``_core.normalize_rows`` during the test, and of
+    ``_core.dual_direct`` (dense alpha*: it validates each row in its own pass)."""
     calls: list[int] = []
     real = _core.normalize_rows
+    real_direct = _core.dual_direct
 
     def recording(x: Any, tol: float, threads: int = 0) -> Any:
         calls.append(int(threads))
         return real(x, tol, threads)
 
+    def recording_direct(p: Any, q: Any, n: int, scheme: str, wm: str, cert: bool, threads: int, tol: float) -> Any:
+        calls.append(int(threads))
+        return real_direct(p, q, n, scheme, wm, cert, threads, tol)
+
     monkeypatch.setattr(_core, "normalize_rows", recording)
+    monkeypatch.setattr(_core, "dual_direct", recording_direct)
     return calls
 
 
@@ -73,7 +80,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.mark.parametrize(("threads", "expected"), [(1, 1), (2, 2), (None, 0), (10**6, MAX_THREADS)])
 def test_threads_reach_validation(name: str, threads: int | None, expected: int, seen: list[int]) -> None:
     CALLS[name](threads)
-    assert seen, "no validation pass went through _core.normalize_rows"
+    assert seen, "no validation pass went through _core.normalize_rows or _core.dual_direct"
     assert set(seen) == {expected}, seen
 
 
@@ -115,6 +122,7 @@ def test_validated_rows_and_errors_independent_of_threads() -> None:
 KERNELS = {
     "normalize_rows": 2,
     "dual_batch": 6,
+    "dual_direct": 6,
     "VerifierBatch": 6,
     "tree_values": 4,
     "verify_direct": 5,
@@ -246,6 +254,8 @@ _NEEDS_LOG = ("log_report", "cli report --threads")
 # Calls whose input checks run in numpy, not in _core.normalize_rows: the log report and the CLI
 # (their shards), and the wor bounds (both of their kernels take the logged entries as they are).
 _NO_NORMALIZE = ("log_report", "cli", "acceptance_bounds wor")
+#: The kernels that validate dense rows (dual_direct: dense alpha*, each row in its own pass).
+_VALIDATING = ("normalize_rows", "dual_direct")
 
 
 @pytest.mark.parametrize("name", KERNEL_CALLS)
@@ -260,7 +270,7 @@ def test_threads_reach_every_kernel(
 ) -> None:
     log = request.getfixturevalue("log_dir") if name in _NEEDS_LOG else None
     KERNEL_CALLS[name](threads, log, tmp_path / "o")
-    assert any(k == "normalize_rows" for k, _ in kernels) or name.startswith(_NO_NORMALIZE), kernels
+    assert any(k in _VALIDATING for k, _ in kernels) or name.startswith(_NO_NORMALIZE), kernels
     assert kernels, "no kernel ran"
     assert {t for _, t in kernels} == {expected}, sorted(set(kernels))
 

@@ -15,6 +15,7 @@
 #include "mdsd/parallel.hpp"
 #include "mdsd/rng.hpp"
 #include "mdsd/verifiers/direct_batch.hpp"
+#include "raw_pair.hpp"
 #include "row_keys.hpp"
 
 namespace py = pybind11;
@@ -63,19 +64,7 @@ std::vector<int32_t> read_tuples(const I64& drafts, int64_t V, bool wor, std::ve
     return tup;
 }
 
-// p, q as C-contiguous native float32 or float64 arrays of one dtype (python/mdsd_fast/verifiers.py
-// makes them so); 1 for float32, 2 for float64.
-int float_kind(const py::array& p, const py::array& q, int ndim) {
-    using F32 = py::array_t<float, py::array::c_style>;
-    using F64 = py::array_t<double, py::array::c_style>;
-    const bool f32 = py::isinstance<F32>(p) && py::isinstance<F32>(q);
-    const bool f64 = py::isinstance<F64>(p) && py::isinstance<F64>(q);
-    if (!(f32 || f64) || p.ndim() != ndim || q.ndim() != ndim || p.shape(ndim - 1) != q.shape(ndim - 1) ||
-        (ndim == 2 && p.shape(0) != q.shape(0)))
-        throw std::invalid_argument(
-            "p, q: expected two C-contiguous arrays of one dtype (float32 or float64) and shape");
-    return f32 ? 1 : 2;
-}
+using mdsd::bindings::float_kind;
 
 struct Out {
     int64_t* tokens;

@@ -10,11 +10,15 @@
 
 #include "mdsd/dual.hpp"
 #include "mdsd/parallel.hpp"
+#include "mdsd/verifiers/direct_batch.hpp"
+#include "raw_pair.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
 
 namespace {
+
+namespace direct = mdsd::verif::direct;
 
 mdsd::WorMethod parse_wor(const std::string& s) {
     if (s == "auto") return mdsd::WorMethod::Auto;
@@ -27,33 +31,42 @@ mdsd::WorMethod parse_wor(const std::string& s) {
 // call (about 350 for one row at V = 49,152), and on a VM a page fault costs microseconds: as much
 // as the kernel itself. Worker threads live for one call, so only the caller's is kept; a
 // re-entrant call (a signal handler calling back in) gets a fresh one. Results do not depend on
-// it: every kernel sizes what it reads.
-class CallerDualWorkspace {
+// it: every kernel sizes what it reads. W: the dual kernels' workspace, or the direct route's
+// scratch (its normalised row besides).
+template <class W>
+class CallerKept {
   public:
-    CallerDualWorkspace() {
-        thread_local mdsd::DualWorkspace kept;
+    CallerKept() {
+        thread_local W kept;
         thread_local bool busy = false;
         if (!busy) {
             busy = true;
             busy_ = &busy;
             ws_ = &kept;
         } else {
-            own_ = std::make_unique<mdsd::DualWorkspace>();
+            own_ = std::make_unique<W>();
             ws_ = own_.get();
         }
     }
-    ~CallerDualWorkspace() {
+    ~CallerKept() {
         if (busy_) *busy_ = false;
     }
-    CallerDualWorkspace(const CallerDualWorkspace&) = delete;
-    CallerDualWorkspace& operator=(const CallerDualWorkspace&) = delete;
-    mdsd::DualWorkspace& get() { return *ws_; }
+    CallerKept(const CallerKept&) = delete;
+    CallerKept& operator=(const CallerKept&) = delete;
+    W& get() { return *ws_; }
 
   private:
-    mdsd::DualWorkspace* ws_ = nullptr;
+    W* ws_ = nullptr;
     bool* busy_ = nullptr;
-    std::unique_ptr<mdsd::DualWorkspace> own_;
+    std::unique_ptr<W> own_;
 };
+using CallerDualWorkspace = CallerKept<mdsd::DualWorkspace>;
+
+py::list cert_list(std::vector<std::vector<int64_t>>& certs) {
+    py::list out;
+    for (auto& c : certs) out.append(py::array_t<int64_t>(static_cast<py::ssize_t>(c.size()), c.data()));
+    return out;
+}
 
 py::tuple dual_batch_route(const F64& p, const F64& q, int n, const std::string& scheme, const std::string& wor_method,
                            bool certificate, int threads, mdsd::IidRoute route) {
@@ -75,9 +88,56 @@ py::tuple dual_batch_route(const F64& p, const F64& q, int n, const std::string&
         });
     }
     if (!certificate) return py::make_tuple(alpha, py::none());
-    py::list out;
-    for (auto& c : certs) out.append(py::array_t<int64_t>(static_cast<py::ssize_t>(c.size()), c.data()));
-    return py::make_tuple(alpha, out);
+    return py::make_tuple(alpha, cert_list(certs));
+}
+
+// alpha* of raw rows, each validated and normalised in its own row's pass into the thread's
+// scratch (direct::normalise_pair: normalize_rows' rows bit for bit), so the normalised copy of
+// the batch is never written to memory and read back. failed[r]: the kernel refused row r's input
+// (too small a support for the scheme): the caller's validated route names the problem.
+template <class T>
+void alpha_rows(const T* pp, const T* qq, int64_t B, int64_t V, int n, mdsd::DraftScheme sc, mdsd::WorMethod wm,
+                double tol, int threads, double* a, std::vector<std::vector<int64_t>>* certs,
+                std::vector<direct::RowCheck>& rchk, std::vector<char>& failed) {
+    py::gil_scoped_release nogil;
+    mdsd::parallel_rows<CallerKept<direct::Scratch>>(B, threads, [&](int64_t r, CallerKept<direct::Scratch>& k) {
+        direct::Scratch& ws = k.get();
+        if (!direct::normalise_pair(pp + r * V, qq + r * V, V, tol, ws, rchk[r], true)) return;
+        try {
+            a[r] = mdsd::dual_alpha(ws.p.data(), ws.q.data(), V, n, sc, wm, ws.dual, certs ? &(*certs)[r] : nullptr);
+        } catch (const std::invalid_argument&) { failed[r] = 1; }
+    });
+}
+
+// (alpha[B], certificates or None, None); for invalid p or q (None, None, (status, side, row,
+// value)), the first broken rule of p (side 0) in any row, else of q (side 1), as normalize_rows
+// reports it; (None, None, None) if the kernel refused a valid row.
+py::tuple dual_direct(const py::array& p, const py::array& q, int n, const std::string& scheme,
+                      const std::string& wor_method, bool certificate, int threads, double tol) {
+    const int fk = mdsd::bindings::float_kind(p, q, 2);
+    if (n < 1) throw std::invalid_argument("n: must be >= 1");
+    const mdsd::DraftScheme sc = mdsd::parse_draft_scheme(scheme);
+    const mdsd::WorMethod wm = parse_wor(wor_method);
+    const int64_t B = p.shape(0), V = p.shape(1);
+    py::array_t<double> alpha(B);
+    std::vector<std::vector<int64_t>> certs(certificate ? B : 0);
+    std::vector<direct::RowCheck> rchk(static_cast<std::size_t>(B));
+    std::vector<char> failed(static_cast<std::size_t>(B), 0);
+    std::vector<std::vector<int64_t>>* cp = certificate ? &certs : nullptr;
+    if (fk == 1)
+        alpha_rows(static_cast<const float*>(p.data()), static_cast<const float*>(q.data()), B, V, n, sc, wm, tol,
+                   threads, alpha.mutable_data(), cp, rchk, failed);
+    else
+        alpha_rows(static_cast<const double*>(p.data()), static_cast<const double*>(q.data()), B, V, n, sc, wm, tol,
+                   threads, alpha.mutable_data(), cp, rchk, failed);
+    for (int side = 0; side < 2; ++side)
+        for (int64_t r = 0; r < B; ++r)
+            if (rchk[r].status[side] != mdsd::validate::kOk)
+                return py::make_tuple(py::none(), py::none(),
+                                      py::make_tuple(rchk[r].status[side], side, r, rchk[r].value[side]));
+    if (std::find(failed.begin(), failed.end(), 1) != failed.end())
+        return py::make_tuple(py::none(), py::none(), py::none());
+    return py::make_tuple(alpha, certificate ? py::object(cert_list(certs)) : py::object(py::none()), py::none());
 }
 
 py::tuple dual_batch(const F64& p, const F64& q, int n, const std::string& scheme, const std::string& wor_method,
@@ -137,4 +197,9 @@ void register_dual(py::module_& m) {
           "alpha* of each row of (B, V) arrays by the sorted-prefix scan (iid, wor, mixed) or the closed forms "
           "(greedy, topk).\n"
           "Inputs must already be validated and normalised. Returns (alpha[B], list of certificates or None).");
+    m.def("dual_direct", &dual_direct, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"),
+          py::arg("wor_method") = "auto", py::arg("certificate") = false, py::arg("threads") = 0, py::arg("tol") = 1e-4,
+          "dual_batch on raw (B, V) rows (float32 or float64, one dtype), each validated and normalised in its\n"
+          "own row's pass: (alpha[B], certificates or None, None); (None, None, (status, side, row, value)) for\n"
+          "invalid input (status as normalize_rows); (None, None, None) if the kernel refused a valid row.");
 }

@@ -183,6 +183,8 @@ class _TestingModule:
 _testing: _TestingModule
 __version__: str = '0.1.0'
 
+def dual_direct(p: typing.Any, q: typing.Any, n: typing.SupportsInt, scheme: str, wor_method: str = 'auto', certificate: bool = False, threads: typing.SupportsInt = 0, tol: float = 1e-4) -> tuple:
+    """dual_batch on raw (B, V) rows (float32 or float64, one dtype), each validated and normalised in its own row's pass: (alpha[B], certificates or None, None), (None, None, (status, side, row, value)) for invalid input, (None, None, None) if the kernel refused a valid row."""
 def verify_direct(name: str, p: typing.Any, q: typing.Any, drafts: typing.Any, seed: typing.SupportsInt, threads: typing.SupportsInt = 0, row_ids: typing.Any = None, tol: float = 1e-4, untouched: bool = False) -> tuple:
     """Verify tuple i against raw row i of (B, V) p, q without a plan ('sd', 'rrs', 'rrs-wor', 'kseq', 'optimal' with i.i.d. drafts), validating each row in its pass."""
 def law_direct(name: str, p: typing.Any, q: typing.Any, tuples: typing.Any, tol: float = 1e-4, untouched: bool = False) -> typing.Any:

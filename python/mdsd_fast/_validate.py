@@ -61,6 +61,7 @@ __all__ = [
     "check_support",
     "check_bool",
     "check_threads",
+    "raw_batch",
     "mixed_parts",
     "scheme_family",
 ]
@@ -101,6 +102,16 @@ def raw_rows(name: str, x: Any) -> NDArray[Any]:
     (``_core.verify_direct``), which report a broken rule for :func:`raise_row_error`."""
     arr = _float_array(name, _sampled(name, x), (1, 2))
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
+
+
+def raw_batch(pr: NDArray[Any], qr: NDArray[Any]) -> tuple[NDArray[Any], NDArray[Any]]:
+    """:func:`raw_rows`' p and q (shapes checked by :func:`check_pair_shapes`) as (B, V) arrays of one
+    float width, a single row broadcast against a batch; widening float32 to float64 is exact."""
+    if pr.dtype != qr.dtype:
+        pr, qr = pr.astype(np.float64), qr.astype(np.float64)
+    B = pr.shape[0] if pr.ndim == 2 else (qr.shape[0] if qr.ndim == 2 else 1)
+    V = pr.shape[-1]
+    return np.ascontiguousarray(np.broadcast_to(pr, (B, V))), np.ascontiguousarray(np.broadcast_to(qr, (B, V)))
 
 
 def raise_row_error(name: str, status: int, r: int, value: float, rows: NDArray[Any]) -> NoReturn:

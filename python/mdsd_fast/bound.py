@@ -22,14 +22,19 @@ from . import _core
 from ._validate import (
     LP_SCHEMES,
     SCHEMES,
+    SUM_TOL,
     as_array,
     as_distribution,
     check_bool,
     check_n,
+    check_pair_shapes,
     check_scheme,
     check_support,
     check_threads,
     mixed_parts,
+    raise_row_error,
+    raw_batch,
+    raw_rows,
 )
 from .sparse import is_sparse, pair_rows, sparse_vocab, union_pair
 
@@ -338,6 +343,30 @@ def solve_lp(
     )
 
 
+def _alpha_direct(
+    p: Any, q: Any, n: int, scheme: str, wor_method: str, certificate: bool, threads: int
+) -> tuple[NDArray[np.float64], Any, bool] | None:
+    """alpha* of dense p, q without a validated copy of the batch: the C++ pass validates and
+    normalises each row into its thread's scratch (float32 kept float32 until then), the rows of
+    ``as_pair`` bit for bit, so the results are the validated route's. None for sparse input (its
+    union support takes the validated route) and when the kernel refused a valid row (too few
+    tokens with q > 0 for the scheme: the validated route names the problem)."""
+    if is_sparse(p) or is_sparse(q):
+        return None
+    pr, qr = raw_rows("p", p), raw_rows("q", q)
+    check_pair_shapes(pr, qr)
+    batched = pr.ndim == 2 or qr.ndim == 2
+    pr, qr = raw_batch(pr, qr)
+    alphas, certs, err = _core.dual_direct(pr, qr, n, scheme, wor_method, certificate, threads, SUM_TOL)
+    if err is not None:
+        status, side, r, value = err
+        raise_row_error("pq"[side], status, r, value, (pr, qr)[side])
+    if alphas is None:
+        return None
+    check_support("q", qr, n, scheme)  # (q > 0 where its normalised row is: the divisor is within 1e-4 of 1)
+    return alphas, certs, batched
+
+
 @overload
 def optimal_acceptance(
     p: ArrayLike,
@@ -423,6 +452,13 @@ def optimal_acceptance(
             "wor_method: 'exact' covers n <= 3 random without-replacement drafts; use 'integral' or 'auto'"
         )
     nthreads = check_threads(threads)
+    if method != "lp":
+        direct = _alpha_direct(p, q, n, scheme, wor_method, return_certificate, nthreads)
+        if direct is not None:
+            da, dc, dbatched = direct
+            if not dbatched:
+                return (float(da[0]), dc[0]) if return_certificate else float(da[0])
+            return (da, dc) if return_certificate else da
     p2, q2, batched, col_ids = pair_rows(p, q, threads=nthreads)
     B = p2.shape[0]
     check_support("q", q2, n, scheme)

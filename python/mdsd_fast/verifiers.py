@@ -47,6 +47,7 @@ from ._validate import (
     check_pair_shapes,
     check_support,
     raise_row_error,
+    raw_batch,
     raw_rows,
 )
 from ._verifier_registry import Simulation, Verifier, _lookup, verifiers
@@ -300,9 +301,7 @@ def _verify_direct(
         bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
         raise ValueError(f"drafts: token id {bad} outside [0, {V})")
     v.check_n(check_n(d.shape[1]))
-    if pr.dtype != qr.dtype:  # one float width for the kernel; widening is exact
-        pr, qr = pr.astype(np.float64), qr.astype(np.float64)
-    pr, qr = (np.ascontiguousarray(np.broadcast_to(x, (B, V))) for x in (pr, qr))
+    pr, qr = raw_batch(pr, qr)
     d64 = np.ascontiguousarray(d, dtype=np.int64)
     ids = _row_ids(row_ids, B)
     tokens, accepted, err = _core.verify_direct(name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL)
