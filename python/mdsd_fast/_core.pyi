@@ -195,5 +195,7 @@ def csr_row_sums(data: typing.Any, ptr: typing.Any) -> typing.Any:
     """Row sums of CSR rows (positive values in ascending id order), as normalize_rows sums."""
 def wor_bucket_alpha(p: typing.Any, q: typing.Any, u: typing.Any, k: typing.SupportsInt, threads: typing.SupportsInt = 1) -> numpy.typing.NDArray[numpy.float64]:
     """Per row: 1 + min_H [p(H) - Q(H + bucket)], k draws without replacement, a Poisson bucket of mass u in every H."""
+def wor_cut_descent(p: typing.Any, q: typing.Any, hidden: typing.Any, up: typing.Any, tp: typing.Any, uq: typing.Any, tq: typing.Any, k: typing.SupportsInt, p_top: typing.Any, n_tc: typing.Any, start: typing.Any, budget: typing.SupportsInt, pieces: typing.SupportsInt = 1048576, hold_a: bool = False, threads: typing.SupportsInt = 1) -> tuple:
+    """Per row: the smallest cut bound of wor_cut_min's family over the sets a descent from start (h_B, h_C, |H ∩ A|) visits within budget: (high, work, whole, arg)."""
 def wor_cut_min(p: typing.Any, q: typing.Any, hidden: typing.Any, up: typing.Any, tp: typing.Any, uq: typing.Any, tq: typing.Any, k: typing.SupportsInt, p_top: typing.Any, n_tc: typing.Any, pieces: typing.SupportsInt = 1048576, threads: typing.SupportsInt = 1) -> numpy.typing.NDArray[numpy.float64]:
     """Per row: min over every H of 1 + p_max(H) - Q_min(H), k draws without replacement (union layout), the forced q mass at the cap in at most `pieces` pieces."""

@@ -89,7 +89,7 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
     )
 
 
-def _family_args(p: Any, q: Any, T: _B, n: int, m: int) -> tuple[Any, ...]:
+def _family_args(p: Any, q: Any, T: _B, n: int, m: int) -> tuple[Any, Any, Any, Any, Any, Any, Any, int, Any, Any]:
     """The kernel's row arguments (p, q, hidden, up, tp, uq, tq, k, p_top, n_tc): T's columns zeroed."""
     off = ~T
     return (
