@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from test_direct_input import _rows
+from test_direct_input import _rows, bad_cases
 
 import mdsd_fast as mf
 from mdsd_fast import _core
@@ -75,21 +75,7 @@ def test_a_one_ulp_change_of_the_rows_is_seen() -> None:
 
 def test_bad_input_is_named_as_the_validated_route_names_it() -> None:
     P, Q = _rows(6, 500, 13)
-    cases = []
-    for arr, row, value in (("p", 3, np.nan), ("q", 2, np.inf), ("p", 1, -0.25), ("q", 4, -1e-3)):
-        P2, Q2 = P.copy(), Q.copy()
-        (P2 if arr == "p" else Q2)[row, 17] = value
-        cases.append((P2, Q2, f"{arr}: row {row}"))
-    P2 = P.copy()
-    P2[5] *= 1.01
-    cases.append((P2, Q, "p: row 5 sums to 1.01"))
-    Q2 = Q.copy()
-    Q2[0] = 0.0
-    cases.append((P, Q2, "q: row 0 sums to 0"))
-    P2, Q2 = P.copy(), Q.copy()  # both broken: p is named first, as as_pair checks it first
-    P2[4, 0], Q2[1, 0] = np.nan, np.nan
-    cases.append((P2, Q2, "p: row 4 contains NaN"))
-    for Pc, Qc, want in cases:
+    for Pc, Qc, want in bad_cases(P, Q):
         for scheme in ("iid", "wor"):
             got = _message(lambda Pc=Pc, Qc=Qc, s=scheme: mf.optimal_acceptance(Pc, Qc, 2, scheme=s))
             assert got.startswith(want), (got, want)

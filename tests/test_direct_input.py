@@ -83,10 +83,8 @@ def _message(f) -> str:  # type: ignore[no-untyped-def]
     return str(exc.value)
 
 
-@pytest.mark.parametrize("name,n", DIRECT)
-def test_bad_input_is_named_as_the_planned_route_names_it(name: str, n: int) -> None:
-    P, Q = _rows(6, 500, 13)
-    d = _drafts(name, P, Q, n)
+def bad_cases(P: np.ndarray, Q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, str]]:
+    """(p, q, the start of the message naming the problem) for broken copies of 6 rows of P, Q."""
     cases = []
     for arr, row, value in (("p", 3, np.nan), ("q", 2, np.inf), ("p", 1, -0.25), ("q", 4, -1e-3)):
         P2, Q2 = P.copy(), Q.copy()
@@ -101,7 +99,14 @@ def test_bad_input_is_named_as_the_planned_route_names_it(name: str, n: int) -> 
     P2, Q2 = P.copy(), Q.copy()  # both broken: p is named first, as as_pair checks it first
     P2[4, 0], Q2[1, 0] = np.nan, np.nan
     cases.append((P2, Q2, "p: row 4 contains NaN"))
-    for Pc, Qc, want in cases:
+    return cases
+
+
+@pytest.mark.parametrize("name,n", DIRECT)
+def test_bad_input_is_named_as_the_planned_route_names_it(name: str, n: int) -> None:
+    P, Q = _rows(6, 500, 13)
+    d = _drafts(name, P, Q, n)
+    for Pc, Qc, want in bad_cases(P, Q):
         got = _message(lambda Pc=Pc, Qc=Qc: mf.verify(name, Pc, Qc, d))
         assert got.startswith(want), (got, want)
         assert got == _message(lambda Pc=Pc, Qc=Qc: as_pair(Pc, Qc))
