@@ -192,7 +192,7 @@ def law_direct(name: str, p: typing.Any, q: typing.Any, tuples: typing.Any, tol:
 def normalize_rows(x: typing.Any, tol: float, threads: typing.SupportsInt = 0) -> tuple:
     """Validate and normalise (B, V) rows in one pass each: (out, status, row, value)."""
 def csr_row_sums(data: typing.Any, ptr: typing.Any) -> typing.Any:
-    """Row sums of CSR rows (positive values in ascending id order), as normalize_rows sums."""
+    """Row sums of CSR rows (positive values), as normalize_rows sums (the rounded exact sum)."""
 def wor_bucket_alpha(p: typing.Any, q: typing.Any, u: typing.Any, k: typing.SupportsInt, threads: typing.SupportsInt = 1) -> numpy.typing.NDArray[numpy.float64]:
     """Per row: 1 + min_H [p(H) - Q(H + bucket)], k draws without replacement, a Poisson bucket of mass u in every H."""
 def wor_cut_descent(p: typing.Any, q: typing.Any, hidden: typing.Any, up: typing.Any, tp: typing.Any, uq: typing.Any, tq: typing.Any, k: typing.SupportsInt, p_top: typing.Any, n_tc: typing.Any, start: typing.Any, budget: typing.SupportsInt, pieces: typing.SupportsInt = 1048576, hold_a: bool = False, threads: typing.SupportsInt = 1) -> tuple:

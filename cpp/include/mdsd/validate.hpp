@@ -1,73 +1,142 @@
 // Input validation of a probability row (python/mdsd_fast/_validate.py states the rules): finite,
-// non-negative, and the row sum taken over the positive entries in ascending id order with
-// Neumaier's compensated summation (accurate to a few ulps at any V, where a plain running sum
-// drifts by up to V ulps). It is the one sum dense rows, sparse rows and the fused engine kernel
-// (verifiers/direct_batch.hpp) share, so all normalise alike, bit for bit.
+// non-negative, and the row sum: the exact sum of the entries, rounded once (exact_sum.hpp). A
+// rounded exact sum does not depend on the order or grouping of its terms, so dense rows (summed
+// in vector lanes), sparse rows (their positive entries only) and the fused engine kernel
+// (verifiers/direct_batch.hpp) all normalise alike, bit for bit, and the dense pass is not held
+// to one add chain (docs/theory.md §7.4).
 #pragma once
 
 #include <cmath>
 #include <cstdint>
 #include <limits>
 
+#include "mdsd/exact_sum.hpp"
+
 namespace mdsd::validate {
 
 enum Status { kOk = 0, kNonFinite = 1, kNegative = 2, kOffSum = 3 };
 
-// Neumaier's compensated sum: s + c carries the rounding errors of the running sum. Adding 0.0
-// leaves both s and c unchanged, so zeros may be added instead of skipped.
-struct Sum {
-    double s = 0.0, c = 0.0;
-    void add(double v) {
-        const double t = s + v;
-        c += std::fabs(s) >= std::fabs(v) ? (s - t) + v : (v - t) + s;
-        s = t;
+namespace detail {
+
+constexpr double kBig = std::numeric_limits<double>::max();
+
+// Four lanes of PairSum over a row (two SSE2 registers, or four doubles), and whether every entry
+// seen lies in [0, DBL_MAX] (NaN fails). Only then are the lanes a valid pair sum.
+struct Lanes {
+#ifdef MDSD_SSE2
+    PairSum<D2> s[2] = {{{_mm_setzero_pd()}, {_mm_setzero_pd()}}, {{_mm_setzero_pd()}, {_mm_setzero_pd()}}};
+    __m128d ok = _mm_castsi128_pd(_mm_set1_epi64x(-1));
+    static __m128d load2(const double* x) { return _mm_loadu_pd(x); }
+    static __m128d load2(const float* x) {
+        return _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x))));
     }
-    double value() const { return s + c; }
+    template <class T>
+    void add4(const T* x) {
+        const __m128d zero = _mm_setzero_pd(), big = _mm_set1_pd(kBig);
+        const __m128d a = load2(x), b = load2(x + 2);
+        ok = _mm_and_pd(ok, _mm_and_pd(_mm_and_pd(_mm_cmpge_pd(a, zero), _mm_cmple_pd(a, big)),
+                                       _mm_and_pd(_mm_cmpge_pd(b, zero), _mm_cmple_pd(b, big))));
+        s[0].add({a});
+        s[1].add({b});
+    }
+    bool in_range() const { return _mm_movemask_pd(ok) == 3; }
+    void lane(int j, double& h, double& l) const {
+        double hs[2], ls[2];
+        _mm_storeu_pd(hs, s[j >> 1].hi.v);
+        _mm_storeu_pd(ls, s[j >> 1].lo.v);
+        h = hs[j & 1];
+        l = ls[j & 1];
+    }
+#else
+    PairSum<double> s[4] = {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}};
+    bool ok = true;
+    template <class T>
+    void add4(const T* x) {
+        for (int j = 0; j < 4; ++j) {
+            const double v = x[j];
+            ok &= v >= 0.0 && v <= kBig;
+            s[j].add(v);
+        }
+    }
+    bool in_range() const { return ok; }
+    void lane(int j, double& h, double& l) const {
+        h = s[j].hi;
+        l = s[j].lo;
+    }
+#endif
 };
 
-// Sequential sum of the positive entries; status of the first broken rule (value: the negative
-// entry). T is float or double (a float is widened exactly).
+// The rounded exact sum of x[0, V), all in [0, DBL_MAX], from its lanes (c adds each) and the
+// tail x[4c, V): the lanes' double-double sum decides the rounding unless the true sum lies within
+// its error bound of a rounding midpoint (about never), and then ExactSum does. inf if it overflows.
+template <class T>
+double finish(const Lanes& ln, const T* x, int64_t V) {
+    const int64_t c = V / 4;
+    DdSum d;
+    for (int j = 0; j < 4; ++j) {
+        double h, l;
+        ln.lane(j, h, l);
+        d.add_pair(h, l, pair_error(h, c));
+    }
+    for (int64_t i = 4 * c; i < V; ++i) d.add(static_cast<double>(x[i]));
+    if (!(d.hi <= kBig)) return std::numeric_limits<double>::infinity();
+    double r;
+    if (d.rounded(r)) return r;
+    ExactSum e;
+    for (int64_t i = 0; i < V; ++i) e.add(static_cast<double>(x[i]));
+    return e.value();
+}
+
+template <class T>
+bool tail_in_range(const T* x, int64_t V) {
+    bool ok = true;
+    for (int64_t i = V / 4 * 4; i < V; ++i) {
+        const double v = x[i];
+        ok &= v >= 0.0 && v <= kBig;
+    }
+    return ok;
+}
+
+}  // namespace detail
+
+// The row sum of x[0, V) (T float or double; a float is widened exactly) and the first broken
+// rule: status and, for a negative entry, its value. The sum is NaN unless status is kOk.
 template <class T>
 inline double row_sum(const T* x, int64_t V, int& status, double& value) {
-    Sum s;
+    detail::Lanes ln;
+    for (int64_t i = 0; i + 4 <= V; i += 4) ln.add4(x + i);
+    if (ln.in_range() && detail::tail_in_range(x, V)) return detail::finish(ln, x, V);
     for (int64_t i = 0; i < V; ++i) {
         const double v = x[i];
         if (!std::isfinite(v)) {
             status = kNonFinite;
-            return s.value();
+            break;
         }
         if (v < 0.0) {
             status = kNegative;
             value = v;
-            return s.value();
+            break;
         }
-        if (v > 0.0) s.add(v);
     }
-    return s.value();
+    return std::numeric_limits<double>::quiet_NaN();
 }
 
-// row_sum of two rows at once, without branches in the loop: the two compensated chains overlap
-// and the range check is one comparison per entry. Any broken rule sends the row to row_sum,
-// which names the first one. Returns false then (status_x / status_y set).
+// row_sum of two rows in one pass, then the sum rule (|sum - 1| <= tol). A broken rule sends the
+// row to row_sum, which names the first one. Returns false then (status_x / status_y set).
 template <class T>
 inline bool pair_sums(const T* x, const T* y, int64_t V, double tol, double sums[2], int status[2], double value[2]) {
-    Sum sx, sy;
-    bool bad = false;
-    constexpr double big = std::numeric_limits<double>::max();
-    for (int64_t i = 0; i < V; ++i) {
-        const double a = x[i], b = y[i];
-        bad |= !(a >= 0.0 && a <= big) || !(b >= 0.0 && b <= big);  // NaN fails both
-        sx.add(a);
-        sy.add(b);
+    detail::Lanes lx, ly;
+    for (int64_t i = 0; i + 4 <= V; i += 4) {
+        lx.add4(x + i);
+        ly.add4(y + i);
     }
-    if (bad) {
-        status[0] = status[1] = kOk;
+    status[0] = status[1] = kOk;
+    if (lx.in_range() && ly.in_range() && detail::tail_in_range(x, V) && detail::tail_in_range(y, V)) {
+        sums[0] = detail::finish(lx, x, V);
+        sums[1] = detail::finish(ly, y, V);
+    } else {
         sums[0] = row_sum(x, V, status[0], value[0]);
         sums[1] = row_sum(y, V, status[1], value[1]);
-    } else {
-        sums[0] = sx.value();
-        sums[1] = sy.value();
-        status[0] = status[1] = kOk;
     }
     for (int k = 0; k < 2; ++k)
         if (status[k] == kOk && !(std::fabs(sums[k] - 1.0) <= tol)) {
