@@ -37,18 +37,37 @@ struct KseqBracket {
         return s;
     }
     double beta(double rho) const { return G + L / rho + s_of(rho); }
-    // beta at the kGrid points r, in lanes of partial sums with 1/r (they only steer the bracket).
+    // beta at the kGrid points r, in lanes of partial sums with 1/r (they only steer the bracket):
+    // one read of S for all the points, two lanes of two registers each.
     void beta_grid(const double* r, double* out) const {
+        double inv[kGrid], tail[kGrid];
         for (int k = 0; k < kGrid; ++k) {
-            const double inv = 1.0 / r[k];
-            const double* p = sp.data();
-            const double* q = sq.data();
-            out[k] = G + L / r[k] +
-                     simd::sum4(
-                         static_cast<int64_t>(m), [&](int64_t j) { return std::min(q[j], p[j] * inv); },
-                         MDSD_DIRECT_LAMBDA2(
-                             j, _mm_min_pd(_mm_loadu_pd(q + j), _mm_mul_pd(_mm_loadu_pd(p + j), _mm_set1_pd(inv)))));
+            inv[k] = 1.0 / r[k];
+            tail[k] = 0.0;
         }
+        const double* p = sp.data();
+        const double* q = sq.data();
+        const int64_t M = static_cast<int64_t>(m);
+        int64_t j = 0;
+#ifdef MDSD_DIRECT_SSE2
+        __m128d iv[kGrid], a[kGrid], b[kGrid];
+        for (int k = 0; k < kGrid; ++k) {
+            iv[k] = _mm_set1_pd(inv[k]);
+            a[k] = b[k] = _mm_setzero_pd();
+        }
+        for (; j + 4 <= M; j += 4) {
+            const __m128d p0 = _mm_loadu_pd(p + j), q0 = _mm_loadu_pd(q + j);
+            const __m128d p1 = _mm_loadu_pd(p + j + 2), q1 = _mm_loadu_pd(q + j + 2);
+            for (int k = 0; k < kGrid; ++k) {
+                a[k] = _mm_add_pd(a[k], _mm_min_pd(q0, _mm_mul_pd(p0, iv[k])));
+                b[k] = _mm_add_pd(b[k], _mm_min_pd(q1, _mm_mul_pd(p1, iv[k])));
+            }
+        }
+        for (int k = 0; k < kGrid; ++k) tail[k] = simd::hsum(a[k], b[k]);
+#endif
+        for (; j < M; ++j)
+            for (int k = 0; k < kGrid; ++k) tail[k] += std::min(q[j], p[j] * inv[k]);
+        for (int k = 0; k < kGrid; ++k) out[k] = G + L / r[k] + tail[k];
     }
     // From the tokens (p, q) of a row or of S itself (in place): keep those with a <= p/q < b, the
     // others to G (above) or L (below). Branch-free: about half the tokens move in a round.
