@@ -152,8 +152,8 @@ def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2), thread
     rows = arr.reshape(-1, arr.shape[-1])
     if rows.shape[0] == 0:
         return arr.copy()
-    # One C++ pass per row: finite, non-negative, the sum of the positive entries in ascending id
-    # order (the sum sparse rows share, mdsd_fast.sparse), then the division.
+    # One C++ pass per row: finite, non-negative, the exact sum of the entries rounded once (no
+    # order changes it: the sum sparse rows share, mdsd_fast.sparse), then the division.
     out, status, r, value = _core.normalize_rows(rows, SUM_TOL, threads)
     if status != 0:
         raise_row_error(name, status, r, value, rows)
