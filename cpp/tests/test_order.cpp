@@ -47,7 +47,34 @@ static int exact_cmp(double pa, double qa, double pb, double qb) {
     return l1 < l2 ? -1 : l1 > l2 ? 1 : 0;
 }
 
+// ratio_keys alone: the support in token order, each key the bits of fl(p / q) (of fl(p / (q 2^64))
+// on the overflow path, for every key), and key_lo / key_hi their extremes (~0 and 0 when empty).
+static void check_keys(const Vec& p, const Vec& q, mdsd::OrderWorkspace& ws, const char* what) {
+    const int64_t V = static_cast<int64_t>(q.size());
+    const int64_t K = mdsd::ratio_keys(p.data(), q.data(), V, ws);
+    bool overflow = false;
+    for (int64_t i = 0; i < V; ++i) overflow |= q[i] > 0.0 && !(p[i] / q[i] <= DBL_MAX);
+    int64_t k = 0, bad = -1;
+    uint64_t lo = ~uint64_t{0}, hi = 0;
+    for (int64_t i = 0; i < V; ++i) {
+        if (!(q[i] > 0.0)) continue;
+        const uint64_t want = mdsd::key_bits(overflow ? p[i] / std::ldexp(q[i], 64) : p[i] / q[i]);
+        if (bad < 0 && (k >= K || ws.idx[k] != i || ws.keys[k] != want)) bad = k;
+        lo = std::min(lo, want);
+        hi = std::max(hi, want);
+        ++k;
+    }
+    CHECK_MSG(k == K && bad < 0, "%s: V = %lld, ratio_keys K = %lld (want %lld), first bad key at %lld", what,
+              static_cast<long long>(V), static_cast<long long>(K), static_cast<long long>(k),
+              static_cast<long long>(bad));
+    CHECK_MSG(ws.key_lo == lo && ws.key_hi == hi, "%s: V = %lld, ratio_keys range [%llx, %llx], want [%llx, %llx]",
+              what, static_cast<long long>(V), static_cast<unsigned long long>(ws.key_lo),
+              static_cast<unsigned long long>(ws.key_hi), static_cast<unsigned long long>(lo),
+              static_cast<unsigned long long>(hi));
+}
+
 static void check_case(const Vec& p, const Vec& q, mdsd::OrderWorkspace& ws, const char* what) {
+    check_keys(p, q, ws, what);
     std::vector<int32_t> order;
     const int64_t K = mdsd::ratio_order(p.data(), q.data(), static_cast<int64_t>(q.size()), ws, order);
     const std::vector<int32_t> want = reference_order(p, q);
@@ -125,6 +152,18 @@ int main() {
             q[i] = 2.0 * p[i];
         }
         check_case(p, q, ws, "all ratio 1/2");
+    }
+
+    // No support at all (K = 0), and a support of one token at either end.
+    for (int64_t V : {1, 2, 7, 300}) {
+        check::context("empty support V = %lld", static_cast<long long>(V));
+        Vec p(V, 1.0 / V), q(V, 0.0);
+        check_case(p, q, ws, "q = 0");
+        q[0] = 1.0;
+        check_case(p, q, ws, "one token first");
+        q[0] = 0.0;
+        q[V - 1] = 1.0;
+        check_case(p, q, ws, "one token last");
     }
 
     // Keys that differ only in the high digits / only in the low digits (radix passes 0 and 5).

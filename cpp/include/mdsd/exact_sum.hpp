@@ -19,11 +19,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-// MDSD_NO_SSE2: the portable code on x86 too (test_iid_exact_scalar.cpp: the same bits).
-#if (defined(__SSE2__) || defined(_M_X64)) && !defined(MDSD_NO_SSE2)
-#include <emmintrin.h>
-#define MDSD_SSE2 1
-#endif
+
+#include "mdsd/bits.hpp"
 
 namespace mdsd {
 

@@ -14,6 +14,8 @@
 #include <limits>
 #include <vector>
 
+#include "mdsd/bits.hpp"
+
 namespace mdsd {
 
 struct OrderWorkspace {
@@ -33,38 +35,67 @@ inline uint64_t key_bits(double r) {
 // Fills ws.keys[0, K) and ws.idx[0, K) with the ratio keys of the support of q (q > 0), in token
 // order: the IEEE bits of p / q (or of p / (q 2^64), see below: the same order), and their range
 // in ws.key_lo, ws.key_hi. Returns K.
+//
+// The division runs over every token with no branch (two a step with SSE2), keeping the range as
+// doubles (non-negative doubles order like their bits); each key and its token are written at K,
+// which moves on only for a token on the support (a write at K <= i lands on a slot already read).
 inline int64_t ratio_keys(const double* p, const double* q, int64_t V, OrderWorkspace& ws) {
     ws.keys.resize(V);
     ws.idx.resize(V);
-    int64_t K = 0;
-    bool overflow = false;
-    uint64_t lo = ~uint64_t{0}, hi = 0;
-    for (int64_t i = 0; i < V; ++i) {
-        if (q[i] > 0.0) {
-            const double r = p[i] / q[i];
-            overflow |= r > std::numeric_limits<double>::max();
-            const uint64_t k = key_bits(r);
-            lo = std::min(lo, k);
-            hi = std::max(hi, k);
-            ws.keys[K] = k;
-            ws.idx[K] = static_cast<int32_t>(i);
-            ++K;
+    uint64_t* keys = ws.keys.data();
+    int32_t* idx = ws.idx.data();
+    const double inf = std::numeric_limits<double>::infinity();
+    int64_t K = 0, i = 0;
+    double rmin = inf, rmax = 0.0;
+#ifdef MDSD_SSE2
+    {
+        const __m128d zero = _mm_setzero_pd(), vinf = _mm_set1_pd(inf);
+        __m128d vmin = vinf, vmax = zero;
+        for (; i + 2 <= V; i += 2) {
+            const __m128d vq = _mm_loadu_pd(q + i), r = _mm_div_pd(_mm_loadu_pd(p + i), vq);
+            const __m128d on = _mm_cmpgt_pd(vq, zero);  // off lanes (inf or NaN) take no part in the range
+            const int mk = _mm_movemask_pd(on);
+            vmin = _mm_min_pd(vmin, _mm_or_pd(_mm_and_pd(on, r), _mm_andnot_pd(on, vinf)));
+            vmax = _mm_max_pd(vmax, _mm_and_pd(on, r));
+            _mm_storel_pd(reinterpret_cast<double*>(keys + K), r);
+            idx[K] = static_cast<int32_t>(i);
+            K += mk & 1;
+            _mm_storeh_pd(reinterpret_cast<double*>(keys + K), r);
+            idx[K] = static_cast<int32_t>(i + 1);
+            K += mk >> 1;
         }
+        double a[2], b[2];
+        _mm_storeu_pd(a, vmin);
+        _mm_storeu_pd(b, vmax);
+        rmin = std::min(a[0], a[1]);
+        rmax = std::max(b[0], b[1]);
+    }
+#endif
+    for (; i < V; ++i) {  // the rest (all of it without SSE2)
+        const double r = p[i] / q[i];
+        const bool on = q[i] > 0.0;
+        rmin = on && r < rmin ? r : rmin;
+        rmax = on && r > rmax ? r : rmax;
+        keys[K] = key_bits(r);
+        idx[K] = static_cast<int32_t>(i);
+        K += on;
     }
     // p / q overflows to +inf for subnormal q, and every such token would tie (a wrong order and
     // a wrong alpha*). Then all ratios are taken as p / (q 2^64): the same order, since the factor
     // is common and exact, and at most 2e323 / 2^64 ~ 1e304. Ratios below ~1e-304 (p < 1e-304)
     // may tie at 0 instead; their p is too small to move alpha*.
-    if (overflow) {
+    uint64_t lo = key_bits(rmin), hi = key_bits(rmax);
+    if (rmax > std::numeric_limits<double>::max()) {
         lo = ~uint64_t{0}, hi = 0;
         for (int64_t j = 0; j < K; ++j) {
-            const int32_t i = ws.idx[j];
-            const uint64_t k = key_bits(p[i] / std::ldexp(q[i], 64));
+            const int32_t t = idx[j];
+            const uint64_t k = key_bits(p[t] / std::ldexp(q[t], 64));
             lo = std::min(lo, k);
             hi = std::max(hi, k);
-            ws.keys[j] = k;
+            keys[j] = k;
         }
     }
+    if (K == 0) lo = ~uint64_t{0}, hi = 0;
     ws.key_lo = lo;
     ws.key_hi = hi;
     return K;
