@@ -79,24 +79,30 @@ static void test_chains_and_w(Gen& g) {
         }
         const double got = R::w_raw(gr, aP.data(), aD.data(), bP.data(), bD.data(), e.data(), b.data(), qs[V / 10]);
         CHECK_MSG(got == acc, "w_raw %.17g, node by node %.17g", got, acc);
-        // pass_div's fused sweep (div_w_unit) against the two calls it replaces
+        // pass_div's fused sweep (div_w_unit) against the two calls it replaces, on G nodes and on
+        // G - 1 (rows G - 1 apart): an odd count leaves a node after the two-node steps.
         if (n == 2 || n == 3 || n == 4 || n == 8) {
             const double x = qcut / 2;
             gr.betas(x, beta.data());
-            std::vector<double> one(G, 1.0), Q1P(n * G), Q1D(n * G), Q2P(n * G), Q2D(n * G), f(G);
-            R::div_factor_t<true>(n, G, aP.data(), aD.data(), Q1P.data(), Q1D.data(), nullptr, beta.data(), nullptr, x);
-            const double w1 = R::w_raw(gr, Q1P.data(), Q1D.data(), bP.data(), bD.data(), one.data(), beta.data(), x);
-            auto fused = n == 2   ? R::div_w_unit<2>
-                         : n == 3 ? R::div_w_unit<3>
-                         : n == 4 ? R::div_w_unit<4>
-                                  : R::div_w_unit<8>;
-            const double w2 = fused(G, aP.data(), aD.data(), Q2P.data(), Q2D.data(), bP.data(), bD.data(), beta.data(),
-                                    gr.wt.data(), x, f.data());
-            CHECK_MSG(w1 == w2, "div_w_unit %.17g, div_factor_t + w_raw %.17g", w2, w1);
-            CHECK(Q1P == Q2P);
-            bool same_d = true;  // D's top row is not kept by either
-            for (int64_t j = 0; j < static_cast<int64_t>(n - 1) * G; ++j) same_d = same_d && Q1D[j] == Q2D[j];
-            CHECK(same_d);
+            for (const int64_t Gs : {G, G - 1}) {
+                std::vector<double> one(G, 1.0), Q1P(n * G), Q1D(n * G), Q2P(n * G), Q2D(n * G);
+                R::div_factor_t<true>(n, Gs, aP.data(), aD.data(), Q1P.data(), Q1D.data(), nullptr, beta.data(),
+                                      nullptr, x);
+                const double w1 = R::w_raw_wt(n, Gs, gr.wt.data(), Q1P.data(), Q1D.data(), bP.data(), bD.data(),
+                                              one.data(), beta.data(), x);
+                auto fused = n == 2   ? R::div_w_unit<2>
+                             : n == 3 ? R::div_w_unit<3>
+                             : n == 4 ? R::div_w_unit<4>
+                                      : R::div_w_unit<8>;
+                const double w2 = fused(Gs, aP.data(), aD.data(), Q2P.data(), Q2D.data(), bP.data(), bD.data(),
+                                        beta.data(), gr.wt.data(), x);
+                CHECK_MSG(w1 == w2, "G = %lld: div_w_unit %.17g, div_factor_t + w_raw %.17g",
+                          static_cast<long long>(Gs), w2, w1);
+                CHECK(Q1P == Q2P);
+                bool same_d = true;  // D's top row is not kept by either
+                for (int64_t j = 0; j < static_cast<int64_t>(n - 1) * Gs; ++j) same_d = same_d && Q1D[j] == Q2D[j];
+                CHECK(same_d);
+            }
         }
     }
     std::printf("  beta chain vs expm1 at small masses: max relative error %.2g\n", worst_beta);

@@ -6,13 +6,6 @@
 #include <intrin.h>
 #endif
 
-// MDSD_SSE2: the kernels' vector steps (x86-64 always has SSE2). MDSD_NO_SSE2 builds the portable
-// code on x86 too (the *_scalar.cpp tests: the same bits).
-#if (defined(__SSE2__) || defined(_M_X64)) && !defined(MDSD_NO_SSE2)
-#include <emmintrin.h>
-#define MDSD_SSE2 1
-#endif
-
 #if defined(_MSC_VER) && !defined(__clang__)
 #define MDSD_RESTRICT __restrict
 #else

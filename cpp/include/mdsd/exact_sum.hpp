@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mdsd/bits.hpp"
+#include "mdsd/lanes.hpp"
 
 namespace mdsd {
 
@@ -97,7 +97,7 @@ class ExactSum {
 };
 
 // a + b = s + t exactly, s = fl(a + b) (Knuth's TwoSum; exact with subnormals too, no FMA needed).
-// T = double, or D2: the same operations on two lanes at once.
+// T = double, or D2 (lanes.hpp): the same operations on two lanes at once.
 template <class T>
 inline void two_sum(T a, T b, T& s, T& t) {
     s = a + b;
@@ -105,18 +105,6 @@ inline void two_sum(T a, T b, T& s, T& t) {
     t = (a - (s - bb)) + (b - bb);
 }
 
-#ifdef MDSD_SSE2
-// Two doubles in one SSE2 register, with the operators two_sum needs (each lane rounds as a double).
-struct D2 {
-    __m128d v;
-};
-inline D2 operator+(D2 a, D2 b) { return {_mm_add_pd(a.v, b.v)}; }
-inline D2 operator-(D2 a, D2 b) { return {_mm_sub_pd(a.v, b.v)}; }
-inline D2 lane_max(D2 a, D2 b) { return {_mm_max_pd(a.v, b.v)}; }
-inline D2 lane_min(D2 a, D2 b) { return {_mm_min_pd(a.v, b.v)}; }
-#endif
-inline double lane_max(double a, double b) { return std::max(a, b); }
-inline double lane_min(double a, double b) { return std::min(a, b); }
 
 // The a priori error of a pair (hi, lo) after `c` adds of x >= 0 by `hi, t = two_sum(hi, x); lo +=
 // t` (PairSum, sel_base's lanes): each t is within u hi (u = 2^-53), so |lo| <= j u hi after j adds and

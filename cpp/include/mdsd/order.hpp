@@ -14,7 +14,7 @@
 #include <limits>
 #include <vector>
 
-#include "mdsd/bits.hpp"
+#include "mdsd/lanes.hpp"
 
 namespace mdsd {
 

@@ -11,10 +11,10 @@
 
 #include <algorithm>
 #include <cstdint>
-
-#include "mdsd/bits.hpp"
 #include <vector>
 
+#include "mdsd/bits.hpp"
+#include "mdsd/lanes.hpp"
 #include "mdsd/race/grid.hpp"
 
 namespace mdsd::race {
@@ -263,37 +263,54 @@ inline void unlay_update(int n, int64_t G, double* P, double* D, const double* Q
     unlay_update_t<false>(n, G, P, D, QP, QD, e, b, q, u);
 }
 
+// One node (T = double) or two (T = D2) of div_w_unit: Q's coefficients stored, the node's term
+// of w returned.
+template <int N, class T>
+inline T div_w_node(int64_t G, int64_t g, const double* MDSD_RESTRICT EP, const double* MDSD_RESTRICT ED,
+                    double* MDSD_RESTRICT QP, double* MDSD_RESTRICT QD, const double* MDSD_RESTRICT BP,
+                    const double* MDSD_RESTRICT BD, const double* MDSD_RESTRICT beta, const double* MDSD_RESTRICT wt,
+                    double q) {
+    const T bt = lane_load<T>(beta + g), vq = lane_splat<T>(q);
+    T p[N], d[N - 1];
+    p[0] = lane_load<T>(EP + g);
+    d[0] = lane_load<T>(ED + g) - vq * p[0];
+    for (int c = 1; c < N; ++c) {
+        p[c] = lane_load<T>(EP + c * G + g) - bt * p[c - 1];
+        if (c < N - 1) d[c] = lane_load<T>(ED + c * G + g) - vq * p[c] - bt * d[c - 1];
+    }
+    T pi = lane_splat<T>(0.0), dd = lane_splat<T>(0.0);
+    for (int i = 0; i < N; ++i) {
+        lane_store(QP + i * G + g, p[i]);
+        pi = pi + p[i] * lane_load<T>(BP + (N - 1 - i) * G + g);
+        if (i <= N - 2) {
+            lane_store(QD + i * G + g, d[i]);
+            dd = dd + (d[i] * lane_load<T>(BP + (N - 2 - i) * G + g) + p[i] * lane_load<T>(BD + (N - 2 - i) * G + g));
+        }
+    }
+    return lane_load<T>(wt + g) * (vq * pi + bt * dd);
+}
+
 // pass_div's small token in one sweep over the nodes, for a fixed n: div_factor_t<true> of E by
 // 1 + x beta with seed q into Q, then w_raw(Q, B, e = 1, beta, q). The same operations per node
-// in the same order as those two calls (the same bits); the coefficients stay in registers.
+// in the same order as those two calls (the same bits); the coefficients stay in registers. The
+// nodes' terms are added in node order as they come (two nodes a step with SSE2), so the in-order
+// sum, a chain of dependent adds, overlaps the nodes' arithmetic instead of following it.
 template <int N>
 inline double div_w_unit(int64_t G, const double* MDSD_RESTRICT EP, const double* MDSD_RESTRICT ED,
                          double* MDSD_RESTRICT QP, double* MDSD_RESTRICT QD, const double* MDSD_RESTRICT BP,
                          const double* MDSD_RESTRICT BD, const double* MDSD_RESTRICT beta,
-                         const double* MDSD_RESTRICT wt, double q, double* MDSD_RESTRICT f) {
+                         const double* MDSD_RESTRICT wt, double q) {
     static_assert(N >= 2, "n = 1 has no D rows to divide");
-    for (int64_t g = 0; g < G; ++g) {
-        const double bt = beta[g];
-        double p[N], d[N - 1];
-        p[0] = EP[g];
-        d[0] = ED[g] - q * p[0];
-        for (int c = 1; c < N; ++c) {
-            p[c] = EP[c * G + g] - bt * p[c - 1];
-            if (c < N - 1) d[c] = ED[c * G + g] - q * p[c] - bt * d[c - 1];
-        }
-        double pi = 0.0, dd = 0.0;
-        for (int i = 0; i < N; ++i) {
-            QP[i * G + g] = p[i];
-            pi += p[i] * BP[(N - 1 - i) * G + g];
-            if (i <= N - 2) {
-                QD[i * G + g] = d[i];
-                dd += d[i] * BP[(N - 2 - i) * G + g] + p[i] * BD[(N - 2 - i) * G + g];
-            }
-        }
-        f[g] = wt[g] * (q * 1.0 * pi + bt * dd);
+    double acc = 0.0;
+    int64_t g = 0;
+#ifdef MDSD_SSE2
+    for (; g + 2 <= G; g += 2) {
+        const D2 f = div_w_node<N, D2>(G, g, EP, ED, QP, QD, BP, BD, beta, wt, q);
+        acc += lane_lo(f);
+        acc += lane_hi(f);
     }
-    double acc = 0.0;  // the nodes in order, as w_raw
-    for (int64_t g = 0; g < G; ++g) acc += f[g];
+#endif
+    for (; g < G; ++g) acc += div_w_node<N, double>(G, g, EP, ED, QP, QD, BP, BD, beta, wt, q);
     return acc;
 }
 

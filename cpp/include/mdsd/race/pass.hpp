@@ -316,7 +316,7 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
         if (q[toks[i]] > qcut) bigpos.push_back(i);
     const int64_t nbig = static_cast<int64_t>(bigpos.size());
     if (nbig > kDivMaxBig) return false;
-    std::vector<double> e(G), b(G), beta(G), one(G, 1.0), fw(G);  // one: e of the factor 1 + x beta
+    std::vector<double> e(G), b(G), beta(G), one(G, 1.0);  // one: e of the factor 1 + x beta
     Checks sufB;  // sufB.at(j): the big tokens from the j-th on, at weight 1
     sufB.S = S;
     sufB.nb = nbig;
@@ -364,7 +364,7 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
 #define MDSD_DIV_W(N)                                                                                       \
     case N:                                                                                                 \
         w = div_w_unit<N>(G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), EB.Pi.data(), EB.D.data(), \
-                          beta.data(), gr.wt.data(), qy, fw.data());                                        \
+                          beta.data(), gr.wt.data(), qy);                                                   \
         break;
             MDSD_DIV_W(2)
             MDSD_DIV_W(3)

@@ -1,0 +1,56 @@
+// Two doubles in one SSE2 register (D2) and the scalar double behind one interface, so a kernel's
+// per-element formula is written once as a template over the lane type and each lane rounds as a
+// double would: the vector loop and its scalar tail (or a build without SSE2) give the same bits.
+//
+// MDSD_SSE2: the kernels' vector steps (x86-64 always has SSE2). MDSD_NO_SSE2 builds the portable
+// code on x86 too (the *_scalar.cpp tests: the same bits).
+#pragma once
+
+#include <algorithm>
+
+#if (defined(__SSE2__) || defined(_M_X64)) && !defined(MDSD_NO_SSE2)
+#include <emmintrin.h>
+#define MDSD_SSE2 1
+#endif
+
+namespace mdsd {
+
+inline double lane_max(double a, double b) { return std::max(a, b); }
+inline double lane_min(double a, double b) { return std::min(a, b); }
+template <class T>
+T lane_load(const double* x);
+template <>
+inline double lane_load<double>(const double* x) {
+    return *x;
+}
+inline void lane_store(double* x, double v) { *x = v; }
+template <class T>
+T lane_splat(double a);
+template <>
+inline double lane_splat<double>(double a) {
+    return a;
+}
+
+#ifdef MDSD_SSE2
+struct D2 {
+    __m128d v;
+};
+inline D2 operator+(D2 a, D2 b) { return {_mm_add_pd(a.v, b.v)}; }
+inline D2 operator-(D2 a, D2 b) { return {_mm_sub_pd(a.v, b.v)}; }
+inline D2 operator*(D2 a, D2 b) { return {_mm_mul_pd(a.v, b.v)}; }
+inline D2 lane_max(D2 a, D2 b) { return {_mm_max_pd(a.v, b.v)}; }
+inline D2 lane_min(D2 a, D2 b) { return {_mm_min_pd(a.v, b.v)}; }
+template <>
+inline D2 lane_load<D2>(const double* x) {
+    return {_mm_loadu_pd(x)};
+}
+inline void lane_store(double* x, D2 v) { _mm_storeu_pd(x, v.v); }
+template <>
+inline D2 lane_splat<D2>(double a) {
+    return {_mm_set1_pd(a)};
+}
+inline double lane_lo(D2 a) { return _mm_cvtsd_f64(a.v); }
+inline double lane_hi(D2 a) { return _mm_cvtsd_f64(_mm_unpackhi_pd(a.v, a.v)); }
+#endif
+
+}  // namespace mdsd
