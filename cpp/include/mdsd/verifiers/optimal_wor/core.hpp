@@ -50,10 +50,13 @@ inline SystemSets core_law(const race::Grid& gr, const double* q, const std::vec
                     dst.D[at] = dd;
                     dst.Pi[at] = pp;
                 }
-            for (std::size_t at = 0; at < src.Pi.size(); ++at) {
-                const double eg = e[at % G];
-                src.Pi[at] *= eg;
-                src.D[at] *= eg;
+            for (int c = 0; c < n; ++c) {  // row by row: no index modulo G per node
+                double* sp = src.Pi.data() + static_cast<std::size_t>(c) * G;
+                double* sd = src.D.data() + static_cast<std::size_t>(c) * G;
+                for (int64_t g = 0; g < G; ++g) {
+                    sp[g] *= e[g];
+                    sd[g] *= e[g];
+                }
             }
         }
     }
