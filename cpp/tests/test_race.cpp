@@ -23,6 +23,7 @@ namespace R = mdsd::race;
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <functional>
 #include <vector>
@@ -369,6 +370,42 @@ static void test_product_by_moments(Gen& g) {
     CHECK(!R::product_by_moments(gr, q.data(), support_tokens(q), 0.02, out));
 }
 
+// power_sums (four tokens a step) against one token at a time, bit for bit: token counts not
+// divisible by 4, a token at the largest q (r = 1: every power), and tiny ratios whose powers
+// fall to 1e-300 after one or two products (tokens done at different m within a step).
+static void test_power_sums(Gen& g) {
+    constexpr int M = R::kMoments;
+    for (int it = 0; it < 200; ++it) {
+        const int64_t k = g.integer(0, 41);
+        check::context("power_sums: %lld tokens, case %d", static_cast<long long>(k), it);
+        Vec q(static_cast<std::size_t>(k) + 1);
+        std::vector<int32_t> toks;
+        for (int64_t i = 0; i < k; ++i) {
+            const double u = g.uniform();
+            q[i] = u < 0.1   ? 1e-200 * g.uniform(0.5, 1.0)
+                   : u < 0.2 ? 1e-120
+                             : std::ldexp(g.uniform(0.5, 1.0), -static_cast<int>(g.integer(1, 40)));
+            toks.push_back(static_cast<int32_t>(i));
+        }
+        double qs = 1e-300;
+        for (double x : q) qs = std::max(qs, x);
+        if (k > 0 && g.uniform() < 0.5) q[toks[g.integer(0, k - 1)]] = qs;  // r = 1
+        double want[M + 2] = {0.0}, got[M + 2] = {0.0};
+        for (int32_t y : toks) {
+            const double r = q[y] / qs;
+            double pw = r;
+            for (int m = 1; m <= M + 1 && pw > 1e-300; ++m) {
+                want[m] += pw;
+                pw *= r;
+            }
+        }
+        R::power_sums(q.data(), toks, qs, got);
+        bool same = true;
+        for (int m = 0; m <= M + 1; ++m) same = same && std::memcmp(&got[m], &want[m], sizeof(double)) == 0;
+        CHECK(same);
+    }
+}
+
 static void test_loo_weights(Gen& g) {
     double worst = 0.0;
     for (int64_t V : {1000, 20000}) {
@@ -446,6 +483,7 @@ int main() {
     test_division_equals_checkpointed_pass(g);
     test_outer_passes_by_division(g);
     test_product_by_moments(g);
+    test_power_sums(g);
     test_loo_weights(g);
     test_grid(g);
     return check::summary("test_race");

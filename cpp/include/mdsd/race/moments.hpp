@@ -36,6 +36,38 @@ inline void expm1_power_coefficients(int n, int M, double* c) {
             for (int j = 1; j <= m - k + 1; ++j) c[k * W + m] += c[W + j] * c[(k - 1) * W + m - j];
 }
 
+// P[m] += sum over toks of (q / qs)^m, m = 1..kMoments + 1, each token's powers by repeated
+// products until one falls to 1e-300. Four tokens a step keep four chains of products in flight;
+// each P[m] still adds the tokens in their order (a token already done adds +0, which leaves P[m]
+// as it is): the same bits as one token at a time.
+inline void power_sums(const double* q, const std::vector<int32_t>& toks, double qs, double* P) {
+    constexpr int M = kMoments;
+    const std::size_t nt = toks.size();
+    std::size_t t = 0;
+    for (; t + 4 <= nt; t += 4) {
+        double r[4], pw[4];
+        for (int j = 0; j < 4; ++j) pw[j] = r[j] = q[toks[t + j]] / qs;
+        for (int m = 1; m <= M + 1; ++m) {
+            bool any = false;
+            for (int j = 0; j < 4; ++j) {
+                const bool on = pw[j] > 1e-300;
+                any |= on;
+                P[m] += on ? pw[j] : 0.0;
+                pw[j] = on ? pw[j] * r[j] : 0.0;
+            }
+            if (!any) break;
+        }
+    }
+    for (; t < nt; ++t) {
+        const double r = q[toks[t]] / qs;
+        double pw = r;
+        for (int m = 1; m <= M + 1 && pw > 1e-300; ++m) {
+            P[m] += pw;
+            pw *= r;
+        }
+    }
+}
+
 inline bool product_by_moments(const Grid& gr, const double* q, const std::vector<int32_t>& toks, double qs,
                                Pair& out) {
     const int n = gr.n;
@@ -45,14 +77,7 @@ inline bool product_by_moments(const Grid& gr, const double* q, const std::vecto
     out.unit(n, G);
     if (toks.empty() || !(qs > 0.0)) return true;
     double P[M + 2] = {0.0};
-    for (int32_t y : toks) {
-        const double r = q[y] / qs;
-        double pw = r;
-        for (int m = 1; m <= M + 1 && pw > 1e-300; ++m) {
-            P[m] += pw;
-            pw *= r;
-        }
-    }
+    power_sums(q, toks, qs, P);
     double c[8][M + 1];  // c[k][m]: coefficient of u^m in (e^u - 1)^k, k < n
     expm1_power_coefficients(n, M, &c[0][0]);
     // Q = q(toks), compensated (Neumaier): it enters as e^{-Q t}, whose relative error is Q t times
