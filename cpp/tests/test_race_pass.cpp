@@ -23,24 +23,25 @@ using cases::Gen;
 using cases::Vec;
 
 static void test_mul_unit(Gen& g) {
-    for (int n = 1; n <= 9; ++n) {
-        const int64_t G = g.integer(20, 80);
-        std::vector<double> sP(n * G), sD(n * G), beta(G), one(G, 1.0);
-        for (double& x : sP) x = g.uniform();
-        for (double& x : sD) x = g.uniform();
-        for (double& x : beta) x = g.uniform();
-        for (double h : {0.0, 1.0, g.uniform(), 1e-300}) {
-            const double q = g.uniform() * 1e-3;
-            check::context("mul_unit: n = %d, G = %lld, h = %.3g", n, static_cast<long long>(G), h);
-            std::vector<double> aP(n * G), aD(n * G), bP(sP), bD(sD);
-            R::mul_factor(n, G, sP.data(), sD.data(), aP.data(), aD.data(), one.data(), beta.data(), h, q);
-            R::mul_unit(n, G, bP.data(), bD.data(), bP.data(), bD.data(), beta.data(), h, q);  // in place
-            CHECK(aP == bP && aD == bD);
-            std::vector<double> cP(n * G), cD(n * G);
-            R::mul_unit(n, G, sP.data(), sD.data(), cP.data(), cD.data(), beta.data(), h, q);
-            CHECK(aP == cP && aD == cD);
+    for (int n = 1; n <= 9; ++n)
+        for (const int64_t G :
+             {2 * g.integer(10, 40), 2 * g.integer(10, 40) + 1}) {  // even and odd: the SSE2 steps' tail
+            std::vector<double> sP(n * G), sD(n * G), beta(G), one(G, 1.0);
+            for (double& x : sP) x = g.uniform();
+            for (double& x : sD) x = g.uniform();
+            for (double& x : beta) x = g.uniform();
+            for (double h : {0.0, 1.0, g.uniform(), 1e-300}) {
+                const double q = g.uniform() * 1e-3;
+                check::context("mul_unit: n = %d, G = %lld, h = %.3g", n, static_cast<long long>(G), h);
+                std::vector<double> aP(n * G), aD(n * G), bP(sP), bD(sD);
+                R::mul_factor(n, G, sP.data(), sD.data(), aP.data(), aD.data(), one.data(), beta.data(), h, q);
+                R::mul_unit(n, G, bP.data(), bD.data(), bP.data(), bD.data(), beta.data(), h, q);  // in place
+                CHECK(aP == bP && aD == bD);
+                std::vector<double> cP(n * G), cD(n * G);
+                R::mul_unit(n, G, sP.data(), sD.data(), cP.data(), cD.data(), beta.data(), h, q);
+                CHECK(aP == cP && aD == cD);
+            }
         }
-    }
 }
 
 static double rel(double a, double b) { return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300}); }

@@ -63,29 +63,37 @@ inline void mul_factor(int n, int64_t G, const double* sP, const double* sD, dou
 // mul_factor by a small token's factor over its e, 1 + x h beta with seed h q (beta = b / e,
 // docs/theory.md §14.4 "Without e"): the same operations as mul_factor with e = 1, in the same
 // order (the same bits). For n = 2, 3, 4, 8 one sweep over the nodes with the coefficients in
-// registers (mul_unit_n); in place when d == s.
+// registers (mul_unit_n), two nodes a step with SSE2 (mul_unit_node, T = D2); in place when d == s
+// (a node's coefficients are all read before any is written).
+template <int N, class T>
+inline void mul_unit_node(int64_t G, int64_t g, const double* sP, const double* sD, double* dP, double* dD,
+                          const double* beta, double h, double hq) {
+    T p[N], d[N];
+    for (int c = 0; c < N; ++c) {
+        p[c] = lane_load<T>(sP + c * G + g);
+        d[c] = lane_load<T>(sD + c * G + g);
+    }
+    const T bt = lane_load<T>(beta + g), vh = lane_splat<T>(h), vhq = lane_splat<T>(hq);
+    for (int c = N - 1; c >= 0; --c) {
+        T dn = d[c] + vhq * p[c];
+        T pn = p[c];
+        if (c) {
+            dn = dn + d[c - 1] * vh * bt;
+            pn = pn + p[c - 1] * vh * bt;
+        }
+        lane_store(dD + c * G + g, dn);
+        lane_store(dP + c * G + g, pn);
+    }
+}
 template <int N>
 inline void mul_unit_n(int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* beta,
                        double h, double q) {
     const double hq = h * q;
-    for (int64_t g = 0; g < G; ++g) {
-        double p[N], d[N];
-        for (int c = 0; c < N; ++c) {
-            p[c] = sP[c * G + g];
-            d[c] = sD[c * G + g];
-        }
-        const double bt = beta[g];
-        for (int c = N - 1; c >= 0; --c) {
-            double dn = d[c] + hq * p[c];
-            double pn = p[c];
-            if (c) {
-                dn += d[c - 1] * h * bt;
-                pn += p[c - 1] * h * bt;
-            }
-            dD[c * G + g] = dn;
-            dP[c * G + g] = pn;
-        }
-    }
+    int64_t g = 0;
+#ifdef MDSD_SSE2
+    for (; g + 2 <= G; g += 2) mul_unit_node<N, D2>(G, g, sP, sD, dP, dD, beta, h, hq);
+#endif
+    for (; g < G; ++g) mul_unit_node<N, double>(G, g, sP, sD, dP, dD, beta, h, hq);
 }
 inline void mul_unit(int n, int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* beta,
                      double h, double q) {
