@@ -108,8 +108,35 @@ static void test_chains_and_w(Gen& g) {
     std::printf("  beta chain vs expm1 at small masses: max relative error %.2g\n", worst_beta);
 }
 
+// w_raw_wt for every n (the fixed-n sweeps and the blocks) and an odd and an even node count,
+// against the node-at-a-time sum, bit for bit.
+static void test_w_raw_every_n(Gen& g) {
+    for (int n = 1; n <= 9; ++n)
+        for (const int64_t G : {2 * g.integer(20, 150), 2 * g.integer(20, 150) + 1}) {
+            check::context("w_raw_wt: n = %d, G = %lld", n, static_cast<long long>(G));
+            std::vector<double> aP(n * G), aD(n * G), bP(n * G), bD(n * G), wt(G), e(G), b(G);
+            for (auto* v : {&aP, &aD, &bP, &bD, &wt, &e, &b})
+                for (double& x : *v) x = g.uniform();
+            const double qy = g.uniform() * 1e-2;
+            double acc = 0.0;
+            for (int64_t gg = 0; gg < G; ++gg) {
+                double pi = 0.0, d = 0.0;
+                for (int i = 0; i < n; ++i) {
+                    pi += aP[i * G + gg] * bP[(n - 1 - i) * G + gg];
+                    if (i <= n - 2)
+                        d += aD[i * G + gg] * bP[(n - 2 - i) * G + gg] + aP[i * G + gg] * bD[(n - 2 - i) * G + gg];
+                }
+                acc += wt[gg] * (qy * e[gg] * pi + b[gg] * d);
+            }
+            const double got =
+                R::w_raw_wt(n, G, wt.data(), aP.data(), aD.data(), bP.data(), bD.data(), e.data(), b.data(), qy);
+            CHECK_MSG(got == acc, "w_raw_wt %.17g, node by node %.17g", got, acc);
+        }
+}
+
 int main() {
     Gen g(20261202);
     test_chains_and_w(g);
+    test_w_raw_every_n(g);
     return check::summary("test_race_chains");
 }

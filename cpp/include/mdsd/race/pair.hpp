@@ -151,13 +151,53 @@ struct Pair {
     }
 };
 
+// One node (T = double) or two (T = D2) of w_raw_wt for a fixed n: the same operations in the same
+// order as its blocks.
+template <int N, class T>
+inline T w_node(int64_t G, int64_t g, const double* wt, const double* aP, const double* aD, const double* bP,
+                const double* bD, const double* e, const double* bb, double qy) {
+    T pi = lane_splat<T>(0.0), d = lane_splat<T>(0.0);
+    for (int i = 0; i < N; ++i) {
+        const T a = lane_load<T>(aP + i * G + g);
+        pi = pi + a * lane_load<T>(bP + (N - 1 - i) * G + g);
+        if (i <= N - 2)
+            d = d + (lane_load<T>(aD + i * G + g) * lane_load<T>(bP + (N - 2 - i) * G + g) +
+                     a * lane_load<T>(bD + (N - 2 - i) * G + g));
+    }
+    return lane_load<T>(wt + g) * (lane_splat<T>(qy) * lane_load<T>(e + g) * pi + lane_load<T>(bb + g) * d);
+}
+// For n = 2, 3, 4, 8: one sweep, the nodes' terms added in order as they come (two nodes a step with
+// SSE2), so the in-order sum overlaps the arithmetic (as div_w_unit).
+template <int N>
+inline double w_raw_n(int64_t G, const double* wt, const double* aP, const double* aD, const double* bP,
+                      const double* bD, const double* e, const double* bb, double qy) {
+    double acc = 0.0;
+    int64_t g = 0;
+#ifdef MDSD_SSE2
+    for (; g + 2 <= G; g += 2) {
+        const D2 f = w_node<N, D2>(G, g, wt, aP, aD, bP, bD, e, bb, qy);
+        acc += lane_lo(f);
+        acc += lane_hi(f);
+    }
+#endif
+    for (; g < G; ++g) acc += w_node<N, double>(G, g, wt, aP, aD, bP, bD, e, bb, qy);
+    return acc;
+}
 // w_y from the pair of the tokens before y (a) and after it (b): Pi_{-y} = a.Pi b.Pi,
 // D_{-y} = a.D b.Pi + a.Pi b.D (only the coefficients n-1 and n-2 are needed). The node sums run
 // over blocks of nodes, coefficient by coefficient (vectorisable), in the same order per node as one
-// node at a time, and the integral adds the nodes in order: the same bits either way.
+// node at a time, and the integral adds the nodes in order: the same bits either way (and in
+// w_raw_n's one sweep for n = 2, 3, 4, 8).
 // w_raw_wt: the same with node weights wt (the grid's times a per-node scale).
 inline double w_raw_wt(int n, int64_t G, const double* wt, const double* aP, const double* aD, const double* bP,
                        const double* bD, const double* e, const double* bb, double qy) {
+    switch (n) {
+        case 2: return w_raw_n<2>(G, wt, aP, aD, bP, bD, e, bb, qy);
+        case 3: return w_raw_n<3>(G, wt, aP, aD, bP, bD, e, bb, qy);
+        case 4: return w_raw_n<4>(G, wt, aP, aD, bP, bD, e, bb, qy);
+        case 8: return w_raw_n<8>(G, wt, aP, aD, bP, bD, e, bb, qy);
+        default: break;
+    }
     constexpr int64_t kBlock = 64;
     double pi[kBlock], d[kBlock];
     double acc = 0.0;
