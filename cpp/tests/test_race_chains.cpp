@@ -51,6 +51,10 @@ static void test_chains_and_w(Gen& g) {
             }
             CHECK_MSG(e == er && b == br, "x = %.3g: factor_chain differs from node-by-node doubling", x);
             gr.betas(x, beta.data());
+            bool doubled = true;  // the doubled nodes node by node (beta_chain starts where factor_chain does)
+            for (int64_t gg = nd; gg < G; ++gg)
+                doubled = doubled && beta[gg] == beta[gg - gr.M] * (beta[gg - gr.M] + 2.0);
+            CHECK_MSG(doubled, "x = %.3g: beta_chain differs from node-by-node doubling", x);
             for (int64_t gg = 0; gg < G; ++gg) {
                 const double y = x * gr.t[gg];
                 if (y > 700.0) continue;  // e^y overflows further up; pass_div uses beta <= 1 only

@@ -22,6 +22,41 @@ namespace R = mdsd::race;
 using cases::Gen;
 using cases::Vec;
 
+// mul_factor's formula node at a time, for the check below (its sweep runs two nodes a step).
+static void ref_mul_factor(int n, int64_t G, std::vector<double>& P, std::vector<double>& D,
+                           const std::vector<double>& e, const std::vector<double>& b, double h, double q) {
+    for (int64_t g = 0; g < G; ++g)
+        for (int c = n - 1; c >= 0; --c) {
+            const std::size_t o = static_cast<std::size_t>(c) * G + g;
+            double dn = D[o] * e[g] + h * q * e[g] * P[o];
+            double pn = P[o] * e[g];
+            if (c && h != 0.0) {
+                dn += D[o - G] * h * b[g];
+                pn += P[o - G] * h * b[g];
+            }
+            D[o] = dn;
+            P[o] = pn;
+        }
+}
+
+static void test_mul_factor(Gen& g) {
+    for (int n = 1; n <= 9; ++n)
+        for (const int64_t G : {2 * g.integer(10, 40), 2 * g.integer(10, 40) + 1})
+            for (double h : {0.0, 1.0, g.uniform(), 1e-300}) {
+                check::context("mul_factor: n = %d, G = %lld, h = %.3g", n, static_cast<long long>(G), h);
+                std::vector<double> sP(n * G), sD(n * G), e(G), b(G);
+                for (auto* v : {&sP, &sD, &e, &b})
+                    for (double& x : *v) x = g.uniform();
+                const double q = g.uniform() * 1e-3;
+                std::vector<double> rP(sP), rD(sD), aP(sP), aD(sD), cP(n * G), cD(n * G);
+                ref_mul_factor(n, G, rP, rD, e, b, h, q);
+                R::mul_factor(n, G, aP.data(), aD.data(), aP.data(), aD.data(), e.data(), b.data(), h, q);  // in place
+                CHECK(aP == rP && aD == rD);
+                R::mul_factor(n, G, sP.data(), sD.data(), cP.data(), cD.data(), e.data(), b.data(), h, q);
+                CHECK(cP == rP && cD == rD);
+            }
+}
+
 static void test_mul_unit(Gen& g) {
     for (int n = 1; n <= 9; ++n)
         for (const int64_t G :
@@ -128,6 +163,7 @@ static void test_pass_forms(Gen& g) {
 
 int main() {
     Gen g(20261214);
+    test_mul_factor(g);
     test_mul_unit(g);
     test_pass_forms(g);
     return check::summary("test_race_pass");

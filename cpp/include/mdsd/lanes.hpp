@@ -7,6 +7,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 
 #if (defined(__SSE2__) || defined(_M_X64)) && !defined(MDSD_NO_SSE2)
 #include <emmintrin.h>
@@ -49,8 +50,23 @@ template <>
 inline D2 lane_splat<D2>(double a) {
     return {_mm_set1_pd(a)};
 }
-inline double lane_lo(D2 a) { return _mm_cvtsd_f64(a.v); }
-inline double lane_hi(D2 a) { return _mm_cvtsd_f64(_mm_unpackhi_pd(a.v, a.v)); }
+// acc += each lane, lane 0 first: a sum in node order, whichever lane type carried the nodes.
+inline void add_in_order(double& acc, D2 a) {
+    acc += _mm_cvtsd_f64(a.v);
+    acc += _mm_cvtsd_f64(_mm_unpackhi_pd(a.v, a.v));
+}
 #endif
+inline void add_in_order(double& acc, double a) { acc += a; }
+
+// f(T{}, g) on every node g < G, two at a time (T = D2) with SSE2, one (T = double) for the rest:
+// the same bits per node either way.
+template <class F>
+inline void lane_sweep(int64_t G, F&& f) {
+    int64_t g = 0;
+#ifdef MDSD_SSE2
+    for (; g + 2 <= G; g += 2) f(D2{}, g);
+#endif
+    for (; g < G; ++g) f(0.0, g);
+}
 
 }  // namespace mdsd

@@ -36,6 +36,36 @@ inline double one_minus_exp_neg(double y) {
 // would never let that clock ring (possible only for masses below ~1e-250).
 constexpr double kChainStart = 0x1p-900;
 
+// The doubling chains of factor_chain and beta_chain: node g >= nd follows from node g - M, one
+// chain per residue class mod M, each carrying its state (u, v; initially nodes nd - M .. nd - 1
+// of u0 and v0) in registers and calling step(u, v, g). For the grids' usual M (3 for n <= 4, 6 for
+// n <= 16) the M chains advance side by side, so their steps overlap instead of each class waiting
+// for the previous one; otherwise one class after another. (A loop over g reading node g - M from
+// memory gets vectorised with loads straddling the stores just made: a stalled store-to-load
+// forward per node.) The same operations in every form.
+template <int kM, class Step>
+inline void chains_fixed(int64_t nd, int64_t gn, const double* u0, const double* v0, Step& step) {
+    double u[kM], v[kM];
+    for (int j = 0; j < kM; ++j) {
+        u[j] = u0[nd - kM + j];
+        v[j] = v0[nd - kM + j];
+    }
+    int64_t g = nd;
+    for (; g + kM <= gn; g += kM)
+        for (int j = 0; j < kM; ++j) step(u[j], v[j], g + j);
+    for (int j = 0; g + j < gn; ++j) step(u[j], v[j], g + j);
+}
+template <class Step>
+inline void chains(int M, int64_t nd, int64_t gn, const double* u0, const double* v0, Step&& step) {
+    if (nd >= gn) return;  // no node left to double (else nd >= M)
+    if (M == 3) return chains_fixed<3>(nd, gn, u0, v0, step);
+    if (M == 6) return chains_fixed<6>(nd, gn, u0, v0, step);
+    for (int64_t r = nd - M; r < nd; ++r) {
+        double u = u0[r], v = v0[r];
+        for (int64_t g = r + M; g < gn; g += M) step(u, v, g);
+    }
+}
+
 // b_g = 1 - e^{-x t_g} and e_g = e^{-x t_g} for g < gn on ascending nodes t whose nodes from
 // `direct` - M on are geometric, M per doubling. The first `direct` nodes (and any below
 // kChainStart) directly -- by the series while x t <= 1/8, else by libm --, the others by
@@ -55,20 +85,15 @@ inline void factor_chain(const double* t, int64_t gn, int64_t direct, int M, dou
         b[g] = bb;
         e[g] = bb <= 0.5 ? 1.0 - bb : std::exp(-y);
     }
-    // One chain per residue class mod M, carried in registers: a loop over g reading b[g - M] gets
-    // vectorised with loads straddling the stores just made (a stalled store-to-load forward per
-    // node). The same operations either way.
-    for (int64_t r = std::max<int64_t>(0, nd - M); r < nd; ++r) {
-        double bb = b[r], ee = e[r];
-        for (int64_t g = r + M; g < gn; g += M) {  // branch-free: the same values either way
-            const double b2 = bb * (2.0 - bb), e2 = ee * ee;
-            const bool lo = bb <= 0.5;
-            bb = lo ? b2 : 1.0 - e2;
-            ee = lo ? 1.0 - b2 : e2;
-            b[g] = bb;
-            e[g] = ee;
-        }
-    }
+    auto step = [&](double& bb, double& ee, int64_t g) {  // branch-free: the same values either way
+        const double b2 = bb * (2.0 - bb), e2 = ee * ee;
+        const bool lo = bb <= 0.5;
+        bb = lo ? b2 : 1.0 - e2;
+        ee = lo ? 1.0 - b2 : e2;
+        b[g] = bb;
+        e[g] = ee;
+    };
+    chains(M, nd, gn, b, e, step);
 }
 
 // e^{y} - 1 for 0 <= y <= 1/8 by its series up to y^11 (the dropped terms sum below 2^-60 y), as
@@ -95,10 +120,8 @@ inline void beta_chain(const double* t, int64_t gn, int64_t direct, int M, doubl
         const double y = x * t[g];
         beta[g] = y <= kSeriesMaxArg ? exp_minus_one(y) : std::expm1(y);
     }
-    for (int64_t r = std::max<int64_t>(0, nd - M); r < nd; ++r) {  // per residue class, as factor_chain
-        double x2 = beta[r];
-        for (int64_t g = r + M; g < gn; g += M) beta[g] = x2 = x2 * (x2 + 2.0);
-    }
+    double* unused = beta;  // (one state per chain: the second is not read)
+    chains(M, nd, gn, beta, unused, [&](double& x2, double&, int64_t g) { beta[g] = x2 = x2 * (x2 + 2.0); });
 }
 
 struct Grid {

@@ -21,42 +21,42 @@ namespace mdsd::race {
 
 // (dP, dD) = (sP, sD) times a token factor e + x h b with seed h q e, on n x G coefficient rows
 // ([c][g]); in place when d == s (row c reads only rows c and c - 1 of s, and rows go down).
+// Two nodes a step with SSE2 (lane_sweep): the compilers leave the loops scalar, as d may be s.
 inline void mul_factor(int n, int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* e,
                        const double* b, double h, double q) {
     if (h == 0.0) {  // the factor is e alone (same values as the general form below)
         for (int c = 0; c < n; ++c) {
             const std::size_t o = static_cast<std::size_t>(c) * G;
-            for (int64_t g = 0; g < G; ++g) {
-                dD[o + g] = sD[o + g] * e[g];
-                dP[o + g] = sP[o + g] * e[g];
-            }
+            lane_sweep(G, [&](auto lane, int64_t g) {
+                using T = decltype(lane);
+                const T eg = lane_load<T>(e + g);
+                lane_store(dD + o + g, lane_load<T>(sD + o + g) * eg);
+                lane_store(dP + o + g, lane_load<T>(sP + o + g) * eg);
+            });
         }
         return;
     }
+    const double hq = h * q;
     for (int c = n - 1; c >= 0; --c) {  // row c reads rows c and c - 1 of s: rows go down
         const double* Pc = sP + static_cast<std::size_t>(c) * G;
         const double* Dc = sD + static_cast<std::size_t>(c) * G;
+        const double* Pm = c ? sP + static_cast<std::size_t>(c - 1) * G : nullptr;
+        const double* Dm = c ? sD + static_cast<std::size_t>(c - 1) * G : nullptr;
         double* oP = dP + static_cast<std::size_t>(c) * G;
         double* oD = dD + static_cast<std::size_t>(c) * G;
-        if (c) {
-            const double* Pm = sP + static_cast<std::size_t>(c - 1) * G;
-            const double* Dm = sD + static_cast<std::size_t>(c - 1) * G;
-            for (int64_t g = 0; g < G; ++g) {
-                double dn = Dc[g] * e[g] + h * q * e[g] * Pc[g];
-                double pn = Pc[g] * e[g];
-                dn += Dm[g] * h * b[g];
-                pn += Pm[g] * h * b[g];
-                oD[g] = dn;
-                oP[g] = pn;
+        lane_sweep(G, [&](auto lane, int64_t g) {
+            using T = decltype(lane);
+            const T eg = lane_load<T>(e + g), pc = lane_load<T>(Pc + g);
+            T dn = lane_load<T>(Dc + g) * eg + lane_splat<T>(hq) * eg * pc;
+            T pn = pc * eg;
+            if (c) {
+                const T vh = lane_splat<T>(h), bg = lane_load<T>(b + g);
+                dn = dn + lane_load<T>(Dm + g) * vh * bg;
+                pn = pn + lane_load<T>(Pm + g) * vh * bg;
             }
-        } else {
-            for (int64_t g = 0; g < G; ++g) {
-                const double dn = Dc[g] * e[g] + h * q * e[g] * Pc[g];
-                const double pn = Pc[g] * e[g];
-                oD[g] = dn;
-                oP[g] = pn;
-            }
-        }
+            lane_store(oD + g, dn);
+            lane_store(oP + g, pn);
+        });
     }
 }
 
@@ -89,11 +89,7 @@ template <int N>
 inline void mul_unit_n(int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* beta,
                        double h, double q) {
     const double hq = h * q;
-    int64_t g = 0;
-#ifdef MDSD_SSE2
-    for (; g + 2 <= G; g += 2) mul_unit_node<N, D2>(G, g, sP, sD, dP, dD, beta, h, hq);
-#endif
-    for (; g < G; ++g) mul_unit_node<N, double>(G, g, sP, sD, dP, dD, beta, h, hq);
+    lane_sweep(G, [&](auto lane, int64_t g) { mul_unit_node<N, decltype(lane)>(G, g, sP, sD, dP, dD, beta, h, hq); });
 }
 inline void mul_unit(int n, int64_t G, const double* sP, const double* sD, double* dP, double* dD, const double* beta,
                      double h, double q) {
@@ -172,15 +168,9 @@ template <int N>
 inline double w_raw_n(int64_t G, const double* wt, const double* aP, const double* aD, const double* bP,
                       const double* bD, const double* e, const double* bb, double qy) {
     double acc = 0.0;
-    int64_t g = 0;
-#ifdef MDSD_SSE2
-    for (; g + 2 <= G; g += 2) {
-        const D2 f = w_node<N, D2>(G, g, wt, aP, aD, bP, bD, e, bb, qy);
-        acc += lane_lo(f);
-        acc += lane_hi(f);
-    }
-#endif
-    for (; g < G; ++g) acc += w_node<N, double>(G, g, wt, aP, aD, bP, bD, e, bb, qy);
+    lane_sweep(G, [&](auto lane, int64_t g) {
+        add_in_order(acc, w_node<N, decltype(lane)>(G, g, wt, aP, aD, bP, bD, e, bb, qy));
+    });
     return acc;
 }
 // w_y from the pair of the tokens before y (a) and after it (b): Pi_{-y} = a.Pi b.Pi,
@@ -350,15 +340,9 @@ inline double div_w_unit(int64_t G, const double* MDSD_RESTRICT EP, const double
                          const double* MDSD_RESTRICT wt, double q) {
     static_assert(N >= 2, "n = 1 has no D rows to divide");
     double acc = 0.0;
-    int64_t g = 0;
-#ifdef MDSD_SSE2
-    for (; g + 2 <= G; g += 2) {
-        const D2 f = div_w_node<N, D2>(G, g, EP, ED, QP, QD, BP, BD, beta, wt, q);
-        acc += lane_lo(f);
-        acc += lane_hi(f);
-    }
-#endif
-    for (; g < G; ++g) acc += div_w_node<N, double>(G, g, EP, ED, QP, QD, BP, BD, beta, wt, q);
+    lane_sweep(G, [&](auto lane, int64_t g) {
+        add_in_order(acc, div_w_node<N, decltype(lane)>(G, g, EP, ED, QP, QD, BP, BD, beta, wt, q));
+    });
     return acc;
 }
 
