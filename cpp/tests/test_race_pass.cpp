@@ -57,6 +57,26 @@ static void test_mul_factor(Gen& g) {
             }
 }
 
+// pass_div's fixed-n update (unlay_unit_n, two nodes a step) against unlay_update_t<true>, bit for bit.
+static void test_unlay_unit(Gen& g) {
+    for (int n : {2, 3, 4, 8})
+        for (const int64_t G : {2 * g.integer(10, 40), 2 * g.integer(10, 40) + 1}) {
+            check::context("unlay_unit_n: n = %d, G = %lld", n, static_cast<long long>(G));
+            std::vector<double> P(n * G), D(n * G), QP(n * G), QD(n * G), b(G);
+            for (auto* v : {&P, &D, &QP, &QD, &b})
+                for (double& x : *v) x = g.uniform();
+            const double q = g.uniform() * 1e-3, u = g.uniform();
+            std::vector<double> P1(P), D1(D), P2(P), D2(D);
+            R::unlay_update_t<true>(n, G, P1.data(), D1.data(), QP.data(), QD.data(), nullptr, b.data(), q, u);
+            auto fixed = n == 2   ? R::unlay_unit_n<2>
+                         : n == 3 ? R::unlay_unit_n<3>
+                         : n == 4 ? R::unlay_unit_n<4>
+                                  : R::unlay_unit_n<8>;
+            fixed(G, P2.data(), D2.data(), QP.data(), QD.data(), b.data(), q, u);
+            CHECK(P1 == P2 && D1 == D2);
+        }
+}
+
 static void test_mul_unit(Gen& g) {
     for (int n = 1; n <= 9; ++n)
         for (const int64_t G :
@@ -165,6 +185,7 @@ int main() {
     Gen g(20261214);
     test_mul_factor(g);
     test_mul_unit(g);
+    test_unlay_unit(g);
     test_pass_forms(g);
     return check::summary("test_race_pass");
 }

@@ -296,6 +296,24 @@ inline void unlay_update_t(int n, int64_t G, double* MDSD_RESTRICT P, double* MD
         }
     }
 }
+// unlay_update_t<true> for a fixed n in one sweep over the nodes, two a step with SSE2: the same
+// operations per coefficient (the same bits).
+template <int N>
+inline void unlay_unit_n(int64_t G, double* MDSD_RESTRICT P, double* MDSD_RESTRICT D, const double* MDSD_RESTRICT QP,
+                         const double* MDSD_RESTRICT QD, const double* MDSD_RESTRICT b, double q, double u) {
+    lane_sweep(G, [&](auto lane, int64_t g) {
+        using T = decltype(lane);
+        const T vu = lane_splat<T>(u), vq = lane_splat<T>(q), bg = lane_load<T>(b + g);
+        lane_store(D + g, lane_load<T>(D + g) - vu * (vq * lane_load<T>(QP + g)));
+        for (int c = 1; c < N; ++c) {
+            const int64_t o = c * G + g;
+            lane_store(P + o, lane_load<T>(P + o) - vu * (bg * lane_load<T>(QP + o - G)));
+            if (c < N - 1)
+                lane_store(D + o,
+                           lane_load<T>(D + o) - vu * (vq * lane_load<T>(QP + o) + bg * lane_load<T>(QD + o - G)));
+        }
+    });
+}
 inline void unlay_update(int n, int64_t G, double* P, double* D, const double* QP, const double* QD, const double* e,
                          const double* b, double q, double u) {
     unlay_update_t<false>(n, G, P, D, QP, QD, e, b, q, u);

@@ -380,7 +380,18 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
         const double u = 1.0 - lay(i, w);
         if (u == 0.0) continue;
         // E <- Q_i (e + x h b) = E - u (x b Q_i + seed q e Q_i) = E - u (x beta Qi + seed q Qi)
-        unlay_update_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(), qy, u);
+        switch (n) {
+#define MDSD_UNLAY(N) \
+    case N: unlay_unit_n<N>(G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), beta.data(), qy, u); break;
+            MDSD_UNLAY(2)
+            MDSD_UNLAY(3)
+            MDSD_UNLAY(4)
+            MDSD_UNLAY(8)
+#undef MDSD_UNLAY
+            default:
+                unlay_update_t<true>(n, G, E.Pi.data(), E.D.data(), Qi.Pi.data(), Qi.D.data(), nullptr, beta.data(), qy,
+                                     u);
+        }
     }
     return true;
 }
