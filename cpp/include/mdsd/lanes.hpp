@@ -25,6 +25,8 @@ inline double lane_load<double>(const double* x) {
     return *x;
 }
 inline void lane_store(double* x, double v) { *x = v; }
+inline double lane_if_gt(double y, double thr, double a, double b) { return y > thr ? a : b; }  // per lane
+inline double lane_hmax(double a) { return a; }
 template <class T>
 T lane_splat(double a);
 template <>
@@ -46,6 +48,11 @@ inline D2 lane_load<D2>(const double* x) {
     return {_mm_loadu_pd(x)};
 }
 inline void lane_store(double* x, D2 v) { _mm_storeu_pd(x, v.v); }
+inline D2 lane_if_gt(D2 y, double thr, D2 a, D2 b) {
+    const __m128d m = _mm_cmpgt_pd(y.v, _mm_set1_pd(thr));
+    return {_mm_or_pd(_mm_and_pd(m, a.v), _mm_andnot_pd(m, b.v))};
+}
+inline double lane_hmax(D2 a) { return std::max(_mm_cvtsd_f64(a.v), _mm_cvtsd_f64(_mm_unpackhi_pd(a.v, a.v))); }
 template <>
 inline D2 lane_splat<D2>(double a) {
     return {_mm_set1_pd(a)};

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "mdsd/lanes.hpp"
+
 namespace mdsd::race {
 
 // 1 - e^{-y} for 0 <= y <= 1/8 by its series up to y^10 (the first dropped term is below 2^-55 y):
@@ -23,14 +25,36 @@ namespace mdsd::race {
 // nodes. Most tokens of an LLM row have y far below 1/8 there, and fewer terms keep the first
 // dropped one below 2^-64 y.
 constexpr double kSeriesMaxArg = 0.125;
-inline double one_minus_exp_neg(double y) {
-    constexpr double inv[11] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5,
-                                1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10};
-    const int top = y <= 0x1p-22 ? 3 : y <= 0x1p-11 ? 5 : y <= 0x1p-6 ? 8 : 10;
-    double s = 1.0;
-    for (int m = top; m >= 2; --m) s = 1.0 - s * y * inv[m];
+
+// The series of 1 - e^{-y} (kSign = -1, up to y^10) and of e^y - 1 (kSign = +1, up to y^11) for
+// 0 <= y <= 1/8, on one lane type: terms from the top one down, y * (1 -/+ y/2 (1 -/+ y/3 (...))).
+// The top term is the fewest that keep the first dropped one small: y^3 for y <= 2^-22, y^5 for
+// y <= 2^-11, y^8 for y <= 2^-6. Lanes share the loop from the top of their largest y; a lane whose
+// own top is lower keeps s = 1 until it (lane_if_gt), so each lane has the bits of its scalar call.
+template <int kSign, class T>
+inline T exp_series(T y) {
+    constexpr double inv[12] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4,  1.0 / 5,
+                                1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11};
+    constexpr int kTop = kSign < 0 ? 10 : 11;
+    auto top = [](double v) { return v <= 0x1p-22 ? 3 : v <= 0x1p-11 ? 5 : v <= 0x1p-6 ? 8 : kTop; };
+    const T one = lane_splat<T>(1.0);
+    T s = one;
+    for (int m = top(lane_hmax(y)); m >= 2; --m) {
+        const T t = s * y * lane_splat<T>(inv[m]);
+        const T ns = kSign < 0 ? one - t : one + t;
+        s = m >= 9   ? lane_if_gt(y, 0x1p-6, ns, s)
+            : m >= 6 ? lane_if_gt(y, 0x1p-11, ns, s)
+            : m >= 4 ? lane_if_gt(y, 0x1p-22, ns, s)
+                     : ns;
+    }
     return y * s;
 }
+
+// 1 - e^{-y} for 0 <= y <= 1/8 by its series up to y^10 (the first dropped term is below 2^-55 y):
+// the grids' first nodes, where libm's expm1 and exp would cost more than the rest of a token's
+// nodes. Most tokens of an LLM row have y far below 1/8 there, and fewer terms keep the first
+// dropped one below 2^-64 y.
+inline double one_minus_exp_neg(double y) { return exp_series<-1>(y); }
 
 // Nodes where x t is below this are computed directly too: doubling from an underflowed b = 0
 // would never let that clock ring (possible only for masses below ~1e-250).
@@ -74,7 +98,15 @@ inline void factor_chain(const double* t, int64_t gn, int64_t direct, int M, dou
     int64_t g0 = 0;
     while (g0 < gn && x * t[g0] < kChainStart) ++g0;
     const int64_t nd = std::min<int64_t>(std::max<int64_t>(direct, g0 + M), gn);
-    for (int64_t g = 0; g < nd; ++g) {
+    int64_t g = 0;
+#ifdef MDSD_SSE2
+    for (; g + 2 <= nd && x * t[g + 1] <= kSeriesMaxArg; g += 2) {  // two nodes (t ascends) in the series' range
+        const D2 bb = exp_series<-1>(lane_splat<D2>(x) * lane_load<D2>(t + g));
+        lane_store(b + g, bb);
+        lane_store(e + g, lane_splat<D2>(1.0) - bb);
+    }
+#endif
+    for (; g < nd; ++g) {
         const double y = x * t[g];
         if (y <= kSeriesMaxArg) {
             b[g] = one_minus_exp_neg(y);
@@ -98,14 +130,7 @@ inline void factor_chain(const double* t, int64_t gn, int64_t direct, int M, dou
 
 // e^{y} - 1 for 0 <= y <= 1/8 by its series up to y^11 (the dropped terms sum below 2^-60 y), as
 // one_minus_exp_neg: all terms positive, no cancellation.
-inline double exp_minus_one(double y) {
-    constexpr double inv[12] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4,  1.0 / 5,
-                                1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11};
-    const int top = y <= 0x1p-22 ? 3 : y <= 0x1p-11 ? 5 : y <= 0x1p-6 ? 8 : 11;
-    double s = 1.0;
-    for (int m = top; m >= 2; --m) s = 1.0 + s * y * inv[m];
-    return y * s;
-}
+inline double exp_minus_one(double y) { return exp_series<+1>(y); }
 
 // beta_g = e^{x t_g} - 1 = b_g / e_g on the same nodes as factor_chain (docs/theory.md §14.4): the
 // factor e + x b of a small token over e, 1 + x beta. The direct nodes by the series (y <= 1/8) or
@@ -116,7 +141,12 @@ inline void beta_chain(const double* t, int64_t gn, int64_t direct, int M, doubl
     int64_t g0 = 0;
     while (g0 < gn && x * t[g0] < kChainStart) ++g0;
     const int64_t nd = std::min<int64_t>(std::max<int64_t>(direct, g0 + M), gn);
-    for (int64_t g = 0; g < nd; ++g) {
+    int64_t g = 0;
+#ifdef MDSD_SSE2
+    for (; g + 2 <= nd && x * t[g + 1] <= kSeriesMaxArg; g += 2)  // as factor_chain
+        lane_store(beta + g, exp_series<+1>(lane_splat<D2>(x) * lane_load<D2>(t + g)));
+#endif
+    for (; g < nd; ++g) {
         const double y = x * t[g];
         beta[g] = y <= kSeriesMaxArg ? exp_minus_one(y) : std::expm1(y);
     }
