@@ -112,6 +112,64 @@ static void test_chains_and_w(Gen& g) {
     std::printf("  beta chain vs expm1 at small masses: max relative error %.2g\n", worst_beta);
 }
 
+// The grid's series as they were written before exp_series (one call, its own number of terms).
+static double ref_series(double y, int sign) {
+    constexpr double inv[12] = {0.0,     1.0,     1.0 / 2, 1.0 / 3, 1.0 / 4,  1.0 / 5,
+                                1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11};
+    const int top = y <= 0x1p-22 ? 3 : y <= 0x1p-11 ? 5 : y <= 0x1p-6 ? 8 : sign < 0 ? 10 : 11;
+    double s = 1.0;
+    for (int m = top; m >= 2; --m) s = sign < 0 ? 1.0 - s * y * inv[m] : 1.0 + s * y * inv[m];
+    return y * s;
+}
+
+// exp_series on one node and on two (lanes with different numbers of terms), at and around the
+// thresholds of the term count, against ref_series; and factor_chain's / beta_chain's direct nodes.
+static void test_series(Gen& g) {
+    check::context("exp_series");
+    std::vector<double> ys = {0.0, 0x1p-1074, 1e-300, 0x1p-22, 0x1p-11, 0x1p-6, 0.125};
+    for (double y : {0x1p-22, 0x1p-11, 0x1p-6, 0.125}) {
+        ys.push_back(std::nextafter(y, 0.0));
+        ys.push_back(std::nextafter(y, 1.0));
+    }
+    for (int i = 0; i < 400; ++i) ys.push_back(std::ldexp(g.uniform(0.5, 1.0), -static_cast<int>(g.integer(3, 40))));
+    int64_t bad = 0;
+    for (double a : ys)
+        for (double b : {ys[g.integer(0, static_cast<int64_t>(ys.size()) - 1)], a}) {
+            double one[2], two[2];
+            one[0] = R::exp_series<-1>(a);
+            one[1] = R::exp_series<+1>(b);
+            bad += one[0] != ref_series(a, -1) || one[1] != ref_series(b, +1);
+#ifdef MDSD_SSE2
+            const mdsd::D2 y{_mm_set_pd(b, a)};  // lanes (a, b)
+            mdsd::lane_store(two, R::exp_series<-1>(y));
+            bad += two[0] != ref_series(a, -1) || two[1] != ref_series(b, -1);
+            mdsd::lane_store(two, R::exp_series<+1>(y));
+            bad += two[0] != ref_series(a, +1) || two[1] != ref_series(b, +1);
+#endif
+        }
+    CHECK_MSG(bad == 0, "%lld series values differ from the one-call form", static_cast<long long>(bad));
+    Vec p, q;
+    cases::llm_rows(g, 3000, p, q);
+    for (int n : {2, 4, 8}) {
+        check::context("direct nodes: n = %d", n);
+        const R::Grid gr = grid_of(q, n);
+        std::vector<double> e(gr.G), b(gr.G), beta(gr.G);
+        int64_t wrong = 0;
+        for (double x : {1e-9, 1e-6, 1e-4, 1e-2, 0.3}) {
+            gr.factors(x, e.data(), b.data());
+            gr.betas(x, beta.data());
+            for (int64_t gg = 0; gg < gr.g0 + gr.M && gg < gr.G; ++gg) {
+                const double y = x * gr.t[gg];
+                if (y > R::kSeriesMaxArg || y < R::kChainStart) continue;
+                wrong +=
+                    b[gg] != ref_series(y, -1) || e[gg] != 1.0 - ref_series(y, -1) || beta[gg] != ref_series(y, +1);
+            }
+        }
+        CHECK_MSG(wrong == 0, "n = %d: %lld direct nodes differ from the one-call series", n,
+                  static_cast<long long>(wrong));
+    }
+}
+
 // w_raw_wt for every n (the fixed-n sweeps and the blocks) and an odd and an even node count,
 // against the node-at-a-time sum, bit for bit.
 static void test_w_raw_every_n(Gen& g) {
@@ -142,5 +200,6 @@ int main() {
     Gen g(20261202);
     test_chains_and_w(g);
     test_w_raw_every_n(g);
+    test_series(g);
     return check::summary("test_race_chains");
 }
