@@ -20,6 +20,23 @@ namespace R = mdsd::race;
 using cases::Gen;
 using cases::Vec;
 
+// The w integral one node at a time, each node's sums in coefficient order (w_raw_wt's reference).
+static double node_by_node_w(int n, int64_t G, const std::vector<double>& wt, const std::vector<double>& aP,
+                             const std::vector<double>& aD, const std::vector<double>& bP,
+                             const std::vector<double>& bD, const std::vector<double>& e, const std::vector<double>& b,
+                             double qy) {
+    double acc = 0.0;
+    for (int64_t gg = 0; gg < G; ++gg) {
+        double pi = 0.0, d = 0.0;
+        for (int i = 0; i < n; ++i) {
+            pi += aP[i * G + gg] * bP[(n - 1 - i) * G + gg];
+            if (i <= n - 2) d += aD[i * G + gg] * bP[(n - 2 - i) * G + gg] + aP[i * G + gg] * bD[(n - 2 - i) * G + gg];
+        }
+        acc += wt[gg] * (qy * e[gg] * pi + b[gg] * d);
+    }
+    return acc;
+}
+
 // factor_chain ran node by node before it carried one chain per residue class, and w_raw summed
 // node at a time before it summed in blocks: the same bits either way.
 static void test_chains_and_w(Gen& g) {
@@ -71,16 +88,7 @@ static void test_chains_and_w(Gen& g) {
         for (auto* v : {&aP, &aD, &bP, &bD})
             for (double& x : *v) x = g.uniform();
         gr.factors(qs[V / 10], e.data(), b.data());
-        double acc = 0.0;
-        for (int64_t gg = 0; gg < G; ++gg) {
-            double pi = 0.0, d = 0.0;
-            for (int i = 0; i < n; ++i) {
-                pi += aP[i * G + gg] * bP[(n - 1 - i) * G + gg];
-                if (i <= n - 2)
-                    d += aD[i * G + gg] * bP[(n - 2 - i) * G + gg] + aP[i * G + gg] * bD[(n - 2 - i) * G + gg];
-            }
-            acc += gr.wt[gg] * (qs[V / 10] * e[gg] * pi + b[gg] * d);
-        }
+        const double acc = node_by_node_w(n, G, gr.wt, aP, aD, bP, bD, e, b, qs[V / 10]);
         const double got = R::w_raw(gr, aP.data(), aD.data(), bP.data(), bD.data(), e.data(), b.data(), qs[V / 10]);
         CHECK_MSG(got == acc, "w_raw %.17g, node by node %.17g", got, acc);
         // pass_div's fused sweep (div_w_unit) against the two calls it replaces, on G nodes and on
@@ -180,16 +188,7 @@ static void test_w_raw_every_n(Gen& g) {
             for (auto* v : {&aP, &aD, &bP, &bD, &wt, &e, &b})
                 for (double& x : *v) x = g.uniform();
             const double qy = g.uniform() * 1e-2;
-            double acc = 0.0;
-            for (int64_t gg = 0; gg < G; ++gg) {
-                double pi = 0.0, d = 0.0;
-                for (int i = 0; i < n; ++i) {
-                    pi += aP[i * G + gg] * bP[(n - 1 - i) * G + gg];
-                    if (i <= n - 2)
-                        d += aD[i * G + gg] * bP[(n - 2 - i) * G + gg] + aP[i * G + gg] * bD[(n - 2 - i) * G + gg];
-                }
-                acc += wt[gg] * (qy * e[gg] * pi + b[gg] * d);
-            }
+            const double acc = node_by_node_w(n, G, wt, aP, aD, bP, bD, e, b, qy);
             const double got =
                 R::w_raw_wt(n, G, wt.data(), aP.data(), aD.data(), bP.data(), bD.data(), e.data(), b.data(), qy);
             CHECK_MSG(got == acc, "w_raw_wt %.17g, node by node %.17g", got, acc);
