@@ -57,10 +57,13 @@ inline int64_t ratio_keys(const double* p, const double* q, int64_t V, OrderWork
             const int mk = _mm_movemask_pd(on);
             vmin = _mm_min_pd(vmin, _mm_or_pd(_mm_and_pd(on, r), _mm_andnot_pd(on, vinf)));
             vmax = _mm_max_pd(vmax, _mm_and_pd(on, r));
-            _mm_storel_pd(reinterpret_cast<double*>(keys + K), r);
+            // the keys' bits through the integer stores (__m128i may alias), not a double store
+            // into uint64_t storage
+            const __m128i rk = _mm_castpd_si128(r);
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(keys + K), rk);
             idx[K] = static_cast<int32_t>(i);
             K += mk & 1;
-            _mm_storeh_pd(reinterpret_cast<double*>(keys + K), r);
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(keys + K), _mm_unpackhi_epi64(rk, rk));
             idx[K] = static_cast<int32_t>(i + 1);
             K += mk >> 1;
         }
