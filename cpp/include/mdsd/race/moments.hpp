@@ -38,15 +38,14 @@ inline void expm1_power_coefficients(int n, int M, double* c) {
 
 // P[m] += sum over toks of (q / qs)^m, m = 1..kMoments + 1, each token's powers by repeated
 // products until one falls to 1e-300. Four tokens a step keep four chains of products in flight;
-// each P[m] still adds the tokens in their order (a token already done adds +0, which leaves P[m]
-// as it is): the same bits as one token at a time.
+// each P[m] still adds the tokens in their order (a token already done, or a slot past the last
+// token, adds +0, which leaves P[m] as it is): the same bits as one token at a time.
 inline void power_sums(const double* q, const std::vector<int32_t>& toks, double qs, double* P) {
     constexpr int M = kMoments;
     const std::size_t nt = toks.size();
-    std::size_t t = 0;
-    for (; t + 4 <= nt; t += 4) {
+    for (std::size_t t = 0; t < nt; t += 4) {
         double r[4], pw[4];
-        for (int j = 0; j < 4; ++j) pw[j] = r[j] = q[toks[t + j]] / qs;
+        for (int j = 0; j < 4; ++j) pw[j] = r[j] = t + j < nt ? q[toks[t + j]] / qs : 0.0;
         for (int m = 1; m <= M + 1; ++m) {
             bool any = false;
             for (int j = 0; j < 4; ++j) {
@@ -56,14 +55,6 @@ inline void power_sums(const double* q, const std::vector<int32_t>& toks, double
                 pw[j] = on ? pw[j] * r[j] : 0.0;
             }
             if (!any) break;
-        }
-    }
-    for (; t < nt; ++t) {
-        const double r = q[toks[t]] / qs;
-        double pw = r;
-        for (int m = 1; m <= M + 1 && pw > 1e-300; ++m) {
-            P[m] += pw;
-            pw *= r;
         }
     }
 }
