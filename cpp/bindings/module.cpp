@@ -1,6 +1,9 @@
-// The one extension module, mdsd_fast._core. Each area registers its own functions.
+// The extension module mdsd_fast._core, and the same sources built for AVX2 as
+// mdsd_fast._core_avx2 (CMakeLists.txt: MDSD_MODULE names it). Each area registers its own
+// functions.
 #include <pybind11/pybind11.h>
 
+#include "mdsd/lanes.hpp"
 #include "mdsd/limits.hpp"
 #include "mdsd/parallel.hpp"
 
@@ -35,8 +38,17 @@ void check_signals() {
 #define MDSD_STR_(x) #x
 #define MDSD_STR(x) MDSD_STR_(x)
 
-PYBIND11_MODULE(_core, m) {
+#ifndef MDSD_MODULE
+#define MDSD_MODULE _core
+#endif
+
+PYBIND11_MODULE(MDSD_MODULE, m) {
     m.doc() = "mdsd_fast C++ core: dual kernels, draft-set enumeration, flow LP assembly.";
+#ifdef MDSD_AVX2
+    m.attr("ISA") = "avx2";
+#else
+    m.attr("ISA") = "baseline";
+#endif
 #ifdef MDSD_VERSION_INFO
     m.attr("__version__") = MDSD_STR(MDSD_VERSION_INFO);
 #endif

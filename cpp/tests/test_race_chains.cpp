@@ -178,11 +178,12 @@ static void test_series(Gen& g) {
     }
 }
 
-// w_raw_wt for every n (the fixed-n sweeps and the blocks) and an odd and an even node count,
-// against the node-at-a-time sum, bit for bit.
+// w_raw_wt for every n (the fixed-n sweeps and the blocks) and node counts of every residue mod 4
+// (the AVX2 and SSE2 steps' tails), against the node-at-a-time sum, bit for bit.
 static void test_w_raw_every_n(Gen& g) {
     for (int n = 1; n <= 9; ++n)
-        for (const int64_t G : {2 * g.integer(20, 150), 2 * g.integer(20, 150) + 1}) {
+        for (const int64_t G :
+             {4 * g.integer(10, 75), 4 * g.integer(10, 75) + 1, 4 * g.integer(10, 75) + 2, 4 * g.integer(10, 75) + 3}) {
             check::context("w_raw_wt: n = %d, G = %lld", n, static_cast<long long>(G));
             std::vector<double> aP(n * G), aD(n * G), bP(n * G), bD(n * G), wt(G), e(G), b(G);
             for (auto* v : {&aP, &aD, &bP, &bD, &wt, &e, &b})

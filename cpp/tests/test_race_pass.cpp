@@ -41,7 +41,8 @@ static void ref_mul_factor(int n, int64_t G, std::vector<double>& P, std::vector
 
 static void test_mul_factor(Gen& g) {
     for (int n = 1; n <= 9; ++n)
-        for (const int64_t G : {2 * g.integer(10, 40), 2 * g.integer(10, 40) + 1})
+        for (const int64_t G :
+             {4 * g.integer(5, 20), 4 * g.integer(5, 20) + 1, 4 * g.integer(5, 20) + 2, 4 * g.integer(5, 20) + 3})
             for (double h : {0.0, 1.0, g.uniform(), 1e-300}) {
                 check::context("mul_factor: n = %d, G = %lld, h = %.3g", n, static_cast<long long>(G), h);
                 std::vector<double> sP(n * G), sD(n * G), e(G), b(G);
@@ -60,7 +61,8 @@ static void test_mul_factor(Gen& g) {
 // pass_div's fixed-n update (unlay_unit_n, two nodes a step) against unlay_update_t<true>, bit for bit.
 static void test_unlay_unit(Gen& g) {
     for (int n : {2, 3, 4, 8})
-        for (const int64_t G : {2 * g.integer(10, 40), 2 * g.integer(10, 40) + 1}) {
+        for (const int64_t G :
+             {4 * g.integer(5, 20), 4 * g.integer(5, 20) + 1, 4 * g.integer(5, 20) + 2, 4 * g.integer(5, 20) + 3}) {
             check::context("unlay_unit_n: n = %d, G = %lld", n, static_cast<long long>(G));
             std::vector<double> P(n * G), D(n * G), QP(n * G), QD(n * G), b(G);
             for (auto* v : {&P, &D, &QP, &QD, &b})
@@ -79,8 +81,8 @@ static void test_unlay_unit(Gen& g) {
 
 static void test_mul_unit(Gen& g) {
     for (int n = 1; n <= 9; ++n)
-        for (const int64_t G :
-             {2 * g.integer(10, 40), 2 * g.integer(10, 40) + 1}) {  // even and odd: the SSE2 steps' tail
+        for (const int64_t G : {4 * g.integer(5, 20), 4 * g.integer(5, 20) + 1, 4 * g.integer(5, 20) + 2,
+                                4 * g.integer(5, 20) + 3}) {  // every residue mod 4: the AVX2 and SSE2 steps' tails
             std::vector<double> sP(n * G), sD(n * G), beta(G), one(G, 1.0);
             for (double& x : sP) x = g.uniform();
             for (double& x : sD) x = g.uniform();

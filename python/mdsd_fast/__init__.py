@@ -38,6 +38,9 @@ audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=No
     a statistical audit of any verifier callable for losslessness (output law and acceptance
     tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
     registry verifier in the callable's contract.
+ISA
+    which build of the C++ core this process runs: "avx2" (chosen where the CPU has it) or
+    "baseline"; the environment variable MDSD_FAST_ISA=baseline|avx2|auto overrides (same bits).
 trees
     draft trees for one target call (docs/trees.md): ``DraftTree`` (parent / token / draw arrays,
     SGLang and EAGLE layouts), drafting (K i.i.d. sequences, per-depth branching, static choice
@@ -47,7 +50,11 @@ trees
 
 from __future__ import annotations
 
-from . import constraints, engines, limits, sparse, trees
+from ._isa import load_core as _load_core
+
+_load_core()  # the build of the core this CPU runs best becomes mdsd_fast._core, before any import of it
+
+from . import _core, constraints, engines, limits, sparse, trees
 from ._core import __version__ as _core_version
 from .audit import AuditResult, audit
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
@@ -69,9 +76,11 @@ from .verifiers import (
 )
 
 __version__ = _core_version
+ISA: str = _core.ISA
 
 __all__ = [
     "__version__",
+    "ISA",
     "optimal_acceptance",
     "solve_lp",
     "LPResult",

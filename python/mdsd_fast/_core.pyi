@@ -181,6 +181,7 @@ class _TestingModule:
     @staticmethod
     def wor_outer_by_division(div: bool) -> None: ...
 _testing: _TestingModule
+ISA: str = 'baseline'
 __version__: str = '0.1.0'
 
 def dual_direct(p: typing.Any, q: typing.Any, n: typing.SupportsInt, scheme: str, wor_method: str = 'auto', certificate: bool = False, threads: typing.SupportsInt = 0, tol: float = 1e-4) -> tuple:

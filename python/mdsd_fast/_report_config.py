@@ -15,6 +15,7 @@ import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib.machinery import EXTENSION_SUFFIXES
 from pathlib import Path
 from typing import Any
 
@@ -218,12 +219,16 @@ _COMPUTE_MODULES = (
 @functools.lru_cache(maxsize=1)
 def _code_digest() -> str:
     """The code version a shard was computed with: mdsd_fast.__version__, the bytes of the compiled
-    extension (an unreleased rebuild of the same version differs) and of the compute modules."""
+    extension (an unreleased rebuild of the same version differs) and of the compute modules. Both
+    builds of the core count (mdsd_fast._isa: they give the same bits), so a run resumed on a CPU
+    that loads the other build is the same code version."""
     from . import _core
 
     h = hashlib.sha256(f"mdsd_fast {__version__}".encode())
     here = Path(__file__).resolve().parent
-    for f in [Path(_core.__file__), *(here / m for m in _COMPUTE_MODULES)]:
+    ext = Path(str(_core.__file__)).parent
+    builds = sorted({ext / f"{b}{s}" for b in ("_core", "_core_avx2") for s in EXTENSION_SUFFIXES} & set(ext.iterdir()))
+    for f in [*builds, *(here / m for m in _COMPUTE_MODULES)]:
         h.update(f"\0{f.name}\0{_file_digest(f) if f.exists() else '-'}".encode())
     return h.hexdigest()[:32]
 

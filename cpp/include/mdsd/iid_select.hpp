@@ -151,10 +151,31 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
     // the adds, are the limit).
     const int64_t V4 = V & ~int64_t{3};
     {
-        const __m128d zero = _mm_setzero_pd(), vrlo = _mm_set1_pd(rlo), vrhi = _mm_set1_pd(rhi);
+        const __m128d zero = _mm_setzero_pd();
+        __m128d vmax = zero;
+#ifdef MDSD_AVX2
+        // Four tokens' digits (key >> kSelShift) - (kSelLo - 1), the same operations per token as
+        // the SSE2 form below, packed into one 64-bit store.
+        const __m256d zero4 = _mm256_setzero_pd(), vrlo = _mm256_set1_pd(rlo), vrhi = _mm256_set1_pd(rhi);
+        const __m256i voff = _mm256_set1_epi64x(static_cast<int64_t>(off));
+        const __m256i vdig = _mm256_set1_epi64x(static_cast<int64_t>(kSelLo - 1));
+        const __m256i low32 = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);  // each 64-bit lane's low half
+        __m256d vmax4 = zero4;
+        auto store_digits = [&](int64_t j) {
+            const __m256d vp = _mm256_loadu_pd(p + j), vq = _mm256_loadu_pd(q + j);
+            const __m256d r = _mm256_div_pd(vp, vq), on = _mm256_cmp_pd(vq, zero4, _CMP_GT_OQ);
+            K += __builtin_popcount(static_cast<unsigned>(_mm256_movemask_pd(on)));
+            vmax4 = _mm256_max_pd(vmax4, _mm256_and_pd(on, r));
+            const __m256i key = _mm256_castpd_si256(_mm256_min_pd(_mm256_max_pd(r, vrlo), vrhi));
+            const __m256i sel = _mm256_blendv_epi8(voff, key, _mm256_castpd_si256(on));
+            const __m256i d = _mm256_sub_epi64(_mm256_srli_epi64(sel, kSelShift), vdig);  // < 2^16
+            const __m128i d32 = _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(d, low32));
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(bkt + j), _mm_packus_epi32(d32, d32));
+        };
+#else
+        const __m128d vrlo = _mm_set1_pd(rlo), vrhi = _mm_set1_pd(rhi);
         const __m128i voff = _mm_set1_epi64x(static_cast<int64_t>(off));
         const __m128i vdig = _mm_set1_epi64x(static_cast<int64_t>(kSelLo - 1));
-        __m128d vmax = zero;
         // Two tokens' digits (key >> kSelShift) - (kSelLo - 1) in the low 16 bits of each 64-bit lane.
         auto digits = [&](int64_t j) {
             const __m128d vp = _mm_loadu_pd(p + j), vq = _mm_loadu_pd(q + j);
@@ -166,17 +187,19 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
             const __m128i sel = _mm_or_si128(_mm_and_si128(ion, key), _mm_andnot_si128(ion, voff));
             return _mm_shuffle_epi32(_mm_sub_epi64(_mm_srli_epi64(sel, kSelShift), vdig), _MM_SHUFFLE(3, 1, 2, 0));
         };
+        auto store_digits = [&](int64_t j) {
+            __m128i t = _mm_unpacklo_epi64(digits(j), digits(j + 2));  // 32-bit lanes: 4 digits
+            t = _mm_shufflehi_epi16(_mm_shufflelo_epi16(t, _MM_SHUFFLE(3, 1, 2, 0)), _MM_SHUFFLE(3, 1, 2, 0));
+            _mm_storel_epi64(reinterpret_cast<__m128i*>(bkt + j), _mm_shuffle_epi32(t, _MM_SHUFFLE(3, 1, 2, 0)));
+        };
+#endif
         auto add = [&](uint32_t b, __m128d pq) {
             double* m = &ms[b != kNoBucket ? b : kSelBuckets].p;
             _mm_storeu_pd(m, _mm_add_pd(_mm_loadu_pd(m), pq));
         };
         for (int64_t i0 = 0; i0 < V4; i0 += kBlock) {
             const int64_t i1 = std::min(V4, i0 + kBlock);
-            for (i = i0; i < i1; i += 4) {
-                __m128i t = _mm_unpacklo_epi64(digits(i), digits(i + 2));  // 32-bit lanes: 4 digits
-                t = _mm_shufflehi_epi16(_mm_shufflelo_epi16(t, _MM_SHUFFLE(3, 1, 2, 0)), _MM_SHUFFLE(3, 1, 2, 0));
-                _mm_storel_epi64(reinterpret_cast<__m128i*>(bkt + i), _mm_shuffle_epi32(t, _MM_SHUFFLE(3, 1, 2, 0)));
-            }
+            for (i = i0; i < i1; i += 4) store_digits(i);
             for (i = i0; i < i1; i += 4) {
                 uint64_t w;
                 std::memcpy(&w, bkt + i, sizeof w);
@@ -188,6 +211,9 @@ inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSe
                 add(w >> 48, _mm_unpackhi_pd(p1, q1));
             }
         }
+#ifdef MDSD_AVX2
+        vmax = _mm_max_pd(_mm256_castpd256_pd128(vmax4), _mm256_extractf128_pd(vmax4, 1));
+#endif
         double mx[2];
         _mm_storeu_pd(mx, vmax);
         overflow = std::max(mx[0], mx[1]) > std::numeric_limits<double>::max();
@@ -282,10 +308,44 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
     ws.S0 = DdSum{};
 #ifdef MDSD_SSE2
     if (lanes) {
-        // Two pairs per array (tokens 0-1 and 4-5, 2-3 and 6-7): the loop-carried adds are the
-        // limit, not the adds' throughput.
-        PairSum<D2> sp[2] = {{{_mm_setzero_pd()}, {_mm_setzero_pd()}}, {{_mm_setzero_pd()}, {_mm_setzero_pd()}}};
-        PairSum<D2> sq[2] = {sp[0], sp[1]};
+        // Masked terms (zero outside the lower part) into pair sums, two per array so that the
+        // loop-carried adds are not the limit: with AVX2 tokens 0-3 and 4-7 of each step of eight
+        // (four lanes each), else tokens 0-1 and 4-5, 2-3 and 6-7 (two lanes each).
+#ifdef MDSD_AVX2
+        constexpr int kLanes = 4;
+        const PairSum<D4> zero{{_mm256_setzero_pd()}, {_mm256_setzero_pd()}};
+        PairSum<D4> sp[2] = {zero, zero}, sq[2] = {zero, zero};
+        auto accumulate = [&](__m128i lt) {  // the 16-bit masks widened to the tokens' 64-bit lanes
+            const __m256d k[2] = {_mm256_castsi256_pd(_mm256_cvtepi16_epi64(lt)),
+                                  _mm256_castsi256_pd(_mm256_cvtepi16_epi64(_mm_srli_si128(lt, 8)))};
+            for (int j = 0; j < 2; ++j) {
+                sp[j].add({_mm256_and_pd(k[j], _mm256_loadu_pd(p + i + 4 * j))});
+                sq[j].add({_mm256_and_pd(k[j], _mm256_loadu_pd(q + i + 4 * j))});
+            }
+        };
+        auto lanes_of = [](const PairSum<D4>& s, double* h, double* l) {
+            _mm256_storeu_pd(h, s.hi.v);
+            _mm256_storeu_pd(l, s.lo.v);
+        };
+#else
+        constexpr int kLanes = 2;
+        const PairSum<D2> zero{{_mm_setzero_pd()}, {_mm_setzero_pd()}};
+        PairSum<D2> sp[2] = {zero, zero}, sq[2] = {zero, zero};
+        auto accumulate = [&](__m128i lt) {  // the 16-bit masks widened to the tokens' 64-bit lanes
+            const __m128i l4 = _mm_unpacklo_epi16(lt, lt), h4 = _mm_unpackhi_epi16(lt, lt);
+            const __m128d k[4] = {
+                _mm_castsi128_pd(_mm_unpacklo_epi32(l4, l4)), _mm_castsi128_pd(_mm_unpackhi_epi32(l4, l4)),
+                _mm_castsi128_pd(_mm_unpacklo_epi32(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(h4, h4))};
+            for (int j = 0; j < 4; ++j) {
+                sp[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(p + i + 2 * j))});
+                sq[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(q + i + 2 * j))});
+            }
+        };
+        auto lanes_of = [](const PairSum<D2>& s, double* h, double* l) {
+            _mm_storeu_pd(h, s.hi.v);
+            _mm_storeu_pd(l, s.lo.v);
+        };
+#endif
         // Unsigned 16-bit compares as signed ones on x ^ 0x8000 (SSE2 has only the signed).
         const __m128i bias = _mm_set1_epi16(static_cast<short>(0x8000));
         const __m128i vlo = _mm_set1_epi16(static_cast<short>(lo ^ 0x8000u));
@@ -300,26 +360,17 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
                     win[m] = static_cast<int32_t>(i + j);
                     m += ((out >> (2 * j)) & 1) == 0;
                 }
-            // the 16-bit masks widened to the 64-bit lanes of tokens (0, 1), (2, 3), (4, 5), (6, 7)
-            const __m128i l4 = _mm_unpacklo_epi16(lt, lt), h4 = _mm_unpackhi_epi16(lt, lt);
-            const __m128d k[4] = {
-                _mm_castsi128_pd(_mm_unpacklo_epi32(l4, l4)), _mm_castsi128_pd(_mm_unpackhi_epi32(l4, l4)),
-                _mm_castsi128_pd(_mm_unpacklo_epi32(h4, h4)), _mm_castsi128_pd(_mm_unpackhi_epi32(h4, h4))};
-            for (int j = 0; j < 4; ++j) {
-                sp[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(p + i + 2 * j))});
-                sq[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(q + i + 2 * j))});
-            }
+            accumulate(lt);
         }
-        const int64_t c = std::min(i / 4, below);  // a lane's adds of non-zero terms, at most
+        // a lane's adds of non-zero terms, at most: one per step (AVX2) or two, and all of `below`
+        const int64_t c = std::min(i / (2 * kLanes), below);
         for (int a = 0; a < 2; ++a) {
-            double h[4], l[4];
-            _mm_storeu_pd(h, sp[a].hi.v);
-            _mm_storeu_pd(h + 2, sq[a].hi.v);
-            _mm_storeu_pd(l, sp[a].lo.v);
-            _mm_storeu_pd(l + 2, sq[a].lo.v);
-            for (int j = 0; j < 2; ++j) {
-                ws.P0.add_pair(h[j], l[j], pair_error(h[j], c));
-                ws.S0.add_pair(h[2 + j], l[2 + j], pair_error(h[2 + j], c));
+            double hp[kLanes], lp[kLanes], hq[kLanes], lq[kLanes];
+            lanes_of(sp[a], hp, lp);
+            lanes_of(sq[a], hq, lq);
+            for (int j = 0; j < kLanes; ++j) {
+                ws.P0.add_pair(hp[j], lp[j], pair_error(hp[j], c));
+                ws.S0.add_pair(hq[j], lq[j], pair_error(hq[j], c));
             }
         }
     }

@@ -1,0 +1,55 @@
+"""Which build of the C++ core this process runs: the AVX2 one where the CPU has it, else the baseline.
+
+The wheel (and a source build on x86-64 with GCC or Clang) holds two builds of the same core:
+``mdsd_fast._core`` (the baseline: SSE2 on x86-64) and ``mdsd_fast._core_avx2`` (the same sources
+compiled with ``-mavx2``: the kernels' lanes carry four doubles instead of two). Both give the same
+bits on every input; the AVX2 build is faster. Only one may be imported per process (both register
+the same C++ types with pybind11), so :func:`load_core` decides before either is imported, asking the
+tiny ``mdsd_fast._cpu`` module what the CPU and OS can run, and installs the chosen build as
+``mdsd_fast._core`` for every later import.
+
+The environment variable ``MDSD_FAST_ISA`` overrides the choice: ``auto`` (the default), ``baseline``
+or ``avx2`` (an error if this CPU or this installation cannot run it).
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from types import ModuleType
+
+ENV = "MDSD_FAST_ISA"
+CHOICES = ("auto", "baseline", "avx2")
+
+
+def cpu_has_avx2() -> bool:
+    """Whether this CPU and OS run AVX2 code (False where this installation has no AVX2 build)."""
+    try:
+        from . import _cpu  # type: ignore[attr-defined]
+    except ImportError:
+        return False
+    return bool(_cpu.has_avx2())
+
+
+def load_core() -> ModuleType:
+    """Imports the build of the core that ``MDSD_FAST_ISA`` and the CPU call for, as ``mdsd_fast._core``."""
+    want = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if want not in CHOICES:
+        raise ImportError(f"{ENV}={want!r}: expected one of {', '.join(CHOICES)}")
+    if want != "baseline":
+        if cpu_has_avx2():
+            try:
+                mod = importlib.import_module("mdsd_fast._core_avx2")
+            except ImportError as e:
+                if want == "avx2":
+                    raise ImportError(f"{ENV}=avx2, but the AVX2 build could not be imported: {e}") from e
+            else:
+                sys.modules["mdsd_fast._core"] = mod
+                setattr(sys.modules["mdsd_fast"], "_core", mod)  # noqa: B010 (what `import` would set)
+                return mod
+        elif want == "avx2":
+            raise ImportError(
+                f"{ENV}=avx2, but this CPU (or OS) does not run AVX2 code, or this installation has no AVX2 build"
+            )
+    return importlib.import_module("mdsd_fast._core")
