@@ -20,10 +20,36 @@ namespace detail {
 
 constexpr double kBig = std::numeric_limits<double>::max();
 
-// Four lanes of PairSum over a row (two SSE2 registers, or four doubles), and whether every entry
-// seen lies in [0, DBL_MAX] (NaN fails). Only then are the lanes a valid pair sum.
+// Lanes of PairSum over a row, kWidth entries a step (eight in two AVX2 registers, four in two SSE2
+// registers, or four doubles), and whether every entry seen lies in [0, DBL_MAX] (NaN fails). Only
+// then are the lanes a valid pair sum. Two registers: two chains of dependent adds in flight.
 struct Lanes {
-#ifdef MDSD_SSE2
+#ifdef MDSD_AVX2
+    static constexpr int kWidth = 8;
+    PairSum<D4> s[2] = {{{_mm256_setzero_pd()}, {_mm256_setzero_pd()}}, {{_mm256_setzero_pd()}, {_mm256_setzero_pd()}}};
+    __m256d ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+    static __m256d load4(const double* x) { return _mm256_loadu_pd(x); }
+    static __m256d load4(const float* x) { return _mm256_cvtps_pd(_mm_loadu_ps(x)); }
+    template <class T>
+    void add(const T* x) {
+        const __m256d zero = _mm256_setzero_pd(), big = _mm256_set1_pd(kBig);
+        const __m256d a = load4(x), b = load4(x + 4);
+        const __m256d in_a = _mm256_and_pd(_mm256_cmp_pd(a, zero, _CMP_GE_OQ), _mm256_cmp_pd(a, big, _CMP_LE_OQ));
+        const __m256d in_b = _mm256_and_pd(_mm256_cmp_pd(b, zero, _CMP_GE_OQ), _mm256_cmp_pd(b, big, _CMP_LE_OQ));
+        ok = _mm256_and_pd(ok, _mm256_and_pd(in_a, in_b));
+        s[0].add({a});
+        s[1].add({b});
+    }
+    bool in_range() const { return _mm256_movemask_pd(ok) == 15; }
+    void lane(int j, double& h, double& l) const {
+        double hs[4], ls[4];
+        _mm256_storeu_pd(hs, s[j >> 2].hi.v);
+        _mm256_storeu_pd(ls, s[j >> 2].lo.v);
+        h = hs[j & 3];
+        l = ls[j & 3];
+    }
+#elif defined(MDSD_SSE2)
+    static constexpr int kWidth = 4;
     PairSum<D2> s[2] = {{{_mm_setzero_pd()}, {_mm_setzero_pd()}}, {{_mm_setzero_pd()}, {_mm_setzero_pd()}}};
     __m128d ok = _mm_castsi128_pd(_mm_set1_epi64x(-1));
     static __m128d load2(const double* x) { return _mm_loadu_pd(x); }
@@ -31,7 +57,7 @@ struct Lanes {
         return _mm_cvtps_pd(_mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(x))));
     }
     template <class T>
-    void add4(const T* x) {
+    void add(const T* x) {
         const __m128d zero = _mm_setzero_pd(), big = _mm_set1_pd(kBig);
         const __m128d a = load2(x), b = load2(x + 2);
         ok = _mm_and_pd(ok, _mm_and_pd(_mm_and_pd(_mm_cmpge_pd(a, zero), _mm_cmple_pd(a, big)),
@@ -48,10 +74,11 @@ struct Lanes {
         l = ls[j & 1];
     }
 #else
+    static constexpr int kWidth = 4;
     PairSum<double> s[4] = {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}};
     bool ok = true;
     template <class T>
-    void add4(const T* x) {
+    void add(const T* x) {
         for (int j = 0; j < 4; ++j) {
             const double v = x[j];
             ok &= v >= 0.0 && v <= kBig;
@@ -67,18 +94,19 @@ struct Lanes {
 };
 
 // The rounded exact sum of x[0, V), all in [0, DBL_MAX], from its lanes (c adds each) and the
-// tail x[4c, V): the lanes' double-double sum decides the rounding unless the true sum lies within
+// tail x[W c, V) (W = Lanes::kWidth): the lanes' double-double sum decides the rounding unless the true sum lies within
 // its error bound of a rounding midpoint (about never), and then ExactSum does. inf if it overflows.
 template <class T>
 double finish(const Lanes& ln, const T* x, int64_t V) {
-    const int64_t c = V / 4;
+    constexpr int W = Lanes::kWidth;
+    const int64_t c = V / W;
     DdSum d;
-    for (int j = 0; j < 4; ++j) {
+    for (int j = 0; j < W; ++j) {
         double h, l;
         ln.lane(j, h, l);
         d.add_pair(h, l, pair_error(h, c));
     }
-    for (int64_t i = 4 * c; i < V; ++i) d.add(static_cast<double>(x[i]));
+    for (int64_t i = W * c; i < V; ++i) d.add(static_cast<double>(x[i]));
     if (!(d.hi <= kBig)) return std::numeric_limits<double>::infinity();
     double r;
     if (d.rounded(r)) return r;
@@ -90,7 +118,7 @@ double finish(const Lanes& ln, const T* x, int64_t V) {
 template <class T>
 bool tail_in_range(const T* x, int64_t V) {
     bool ok = true;
-    for (int64_t i = V / 4 * 4; i < V; ++i) {
+    for (int64_t i = V / Lanes::kWidth * Lanes::kWidth; i < V; ++i) {
         const double v = x[i];
         ok &= v >= 0.0 && v <= kBig;
     }
@@ -104,7 +132,7 @@ bool tail_in_range(const T* x, int64_t V) {
 template <class T>
 inline double row_sum(const T* x, int64_t V, int& status, double& value) {
     detail::Lanes ln;
-    for (int64_t i = 0; i + 4 <= V; i += 4) ln.add4(x + i);
+    for (int64_t i = 0; i + detail::Lanes::kWidth <= V; i += detail::Lanes::kWidth) ln.add(x + i);
     if (ln.in_range() && detail::tail_in_range(x, V)) return detail::finish(ln, x, V);
     for (int64_t i = 0; i < V; ++i) {
         const double v = x[i];
@@ -126,9 +154,9 @@ inline double row_sum(const T* x, int64_t V, int& status, double& value) {
 template <class T>
 inline bool pair_sums(const T* x, const T* y, int64_t V, double tol, double sums[2], int status[2], double value[2]) {
     detail::Lanes lx, ly;
-    for (int64_t i = 0; i + 4 <= V; i += 4) {
-        lx.add4(x + i);
-        ly.add4(y + i);
+    for (int64_t i = 0; i + detail::Lanes::kWidth <= V; i += detail::Lanes::kWidth) {
+        lx.add(x + i);
+        ly.add(y + i);
     }
     status[0] = status[1] = kOk;
     if (lx.in_range() && ly.in_range() && detail::tail_in_range(x, V) && detail::tail_in_range(y, V)) {
