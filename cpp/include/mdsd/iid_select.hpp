@@ -323,10 +323,6 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
                 sq[j].add({_mm256_and_pd(k[j], _mm256_loadu_pd(q + i + 4 * j))});
             }
         };
-        auto lanes_of = [](const PairSum<D4>& s, double* h, double* l) {
-            _mm256_storeu_pd(h, s.hi.v);
-            _mm256_storeu_pd(l, s.lo.v);
-        };
 #else
         constexpr int kLanes = 2;
         const PairSum<D2> zero{{_mm_setzero_pd()}, {_mm_setzero_pd()}};
@@ -340,10 +336,6 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
                 sp[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(p + i + 2 * j))});
                 sq[j & 1].add({_mm_and_pd(k[j], _mm_loadu_pd(q + i + 2 * j))});
             }
-        };
-        auto lanes_of = [](const PairSum<D2>& s, double* h, double* l) {
-            _mm_storeu_pd(h, s.hi.v);
-            _mm_storeu_pd(l, s.lo.v);
         };
 #endif
         // Unsigned 16-bit compares as signed ones on x ^ 0x8000 (SSE2 has only the signed).
@@ -366,8 +358,10 @@ inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWo
         const int64_t c = std::min(i / (2 * kLanes), below);
         for (int a = 0; a < 2; ++a) {
             double hp[kLanes], lp[kLanes], hq[kLanes], lq[kLanes];
-            lanes_of(sp[a], hp, lp);
-            lanes_of(sq[a], hq, lq);
+            lane_store(hp, sp[a].hi);
+            lane_store(lp, sp[a].lo);
+            lane_store(hq, sq[a].hi);
+            lane_store(lq, sq[a].lo);
             for (int j = 0; j < kLanes; ++j) {
                 ws.P0.add_pair(hp[j], lp[j], pair_error(hp[j], c));
                 ws.S0.add_pair(hq[j], lq[j], pair_error(hq[j], c));

@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "mdsd/exact_sum.hpp"
+#include "mdsd/lanes.hpp"
 
 namespace mdsd::validate {
 
@@ -41,13 +42,6 @@ struct Lanes {
         s[1].add({b});
     }
     bool in_range() const { return _mm256_movemask_pd(ok) == 15; }
-    void lane(int j, double& h, double& l) const {
-        double hs[4], ls[4];
-        _mm256_storeu_pd(hs, s[j >> 2].hi.v);
-        _mm256_storeu_pd(ls, s[j >> 2].lo.v);
-        h = hs[j & 3];
-        l = ls[j & 3];
-    }
 #elif defined(MDSD_SSE2)
     static constexpr int kWidth = 4;
     PairSum<D2> s[2] = {{{_mm_setzero_pd()}, {_mm_setzero_pd()}}, {{_mm_setzero_pd()}, {_mm_setzero_pd()}}};
@@ -66,13 +60,6 @@ struct Lanes {
         s[1].add({b});
     }
     bool in_range() const { return _mm_movemask_pd(ok) == 3; }
-    void lane(int j, double& h, double& l) const {
-        double hs[2], ls[2];
-        _mm_storeu_pd(hs, s[j >> 1].hi.v);
-        _mm_storeu_pd(ls, s[j >> 1].lo.v);
-        h = hs[j & 1];
-        l = ls[j & 1];
-    }
 #else
     static constexpr int kWidth = 4;
     PairSum<double> s[4] = {{0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}, {0.0, 0.0}};
@@ -86,11 +73,15 @@ struct Lanes {
         }
     }
     bool in_range() const { return ok; }
-    void lane(int j, double& h, double& l) const {
-        h = s[j].hi;
-        l = s[j].lo;
-    }
 #endif
+    // Every lane's (hi, lo) into h[0, kWidth), l[0, kWidth): lane j sums entry j of each step.
+    void lanes(double* h, double* l) const {
+        constexpr int w = sizeof(s[0].hi) / sizeof(double);  // lanes per register
+        for (int r = 0; r < kWidth / w; ++r) {
+            lane_store(h + r * w, s[r].hi);
+            lane_store(l + r * w, s[r].lo);
+        }
+    }
 };
 
 // The rounded exact sum of x[0, V), all in [0, DBL_MAX], from its lanes (c adds each) and the
@@ -101,11 +92,9 @@ double finish(const Lanes& ln, const T* x, int64_t V) {
     constexpr int W = Lanes::kWidth;
     const int64_t c = V / W;
     DdSum d;
-    for (int j = 0; j < W; ++j) {
-        double h, l;
-        ln.lane(j, h, l);
-        d.add_pair(h, l, pair_error(h, c));
-    }
+    double h[W], l[W];
+    ln.lanes(h, l);
+    for (int j = 0; j < W; ++j) d.add_pair(h[j], l[j], pair_error(h[j], c));
     for (int64_t i = W * c; i < V; ++i) d.add(static_cast<double>(x[i]));
     if (!(d.hi <= kBig)) return std::numeric_limits<double>::infinity();
     double r;
