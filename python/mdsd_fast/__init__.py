@@ -55,14 +55,13 @@ from ._isa import load_core as _load_core
 _load_core()  # the build of the core this CPU runs best becomes mdsd_fast._core, before any import of it
 
 from . import _core, constraints, engines, limits, sparse, trees
-from ._core import __version__ as _core_version
+from ._version import __version__
 from .audit import AuditResult, audit
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
-from .constraints import Logits
 from .data import LMDataset, from_arrays, load_dataset
 from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
+from .inputs import Logits, TopK
 from .intervals import acceptance_bounds
-from .sparse import TopK
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,
@@ -75,7 +74,6 @@ from .verifiers import (
     verify,
 )
 
-__version__ = _core_version
 ISA: str = _core.ISA
 
 __all__ = [

@@ -12,8 +12,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validate import as_distribution, check_bool, check_n
-from ..bound import solve_lp
+from ..bound.lp import solve_lp
+from ..inputs.pairs import as_distribution
+from ..inputs.rules import check_bool, check_n
 from ._result import AuditResult, CaseResult
 from ._stats import LawTest, acceptance_pvalue, holm, law_test, mean_pvalue
 from ._suite import AuditCase, builtin_cases, draft_scheme, real_cases, unsupported

@@ -9,9 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validate import check_support, mixed_parts
-from ..bound import optimal_acceptance
-from ..verifiers import simulate
+from ..bound.alpha import optimal_acceptance
+from ..inputs.rules import check_support, mixed_parts
+from ..verifiers.run import simulate
 
 
 @dataclass(frozen=True)

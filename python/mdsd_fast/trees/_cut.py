@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from ..intervals import _VERIFIER_SCHEMES, acceptance_bounds
+from ..intervals.bounds import _VERIFIER_SCHEMES, acceptance_bounds
 from .data import TreeDataset, _mass_prefix
 
 __all__ = ["root_intervals"]

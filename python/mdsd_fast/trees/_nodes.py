@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .._validate import scheme_family
-from ..verifiers import verifiers
+from ..inputs.rules import scheme_family
+from ..verifiers.registry import verifiers
 
 __all__ = ["VerifierSpec", "DETERMINISTIC", "node_verifier"]
 

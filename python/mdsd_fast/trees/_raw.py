@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validate import as_array, as_distribution, check_threads, mixed_parts
+from ..inputs.pairs import as_distribution
+from ..inputs.rules import as_array, check_threads, mixed_parts
 
 __all__ = ["RawTree", "check_tree", "step_law", "TREE_SCHEMES"]
 

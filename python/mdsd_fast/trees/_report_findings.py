@@ -8,6 +8,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 if TYPE_CHECKING:  # pragma: no cover
     from .report import TreeReport
@@ -21,8 +22,6 @@ def _fin(x: Any) -> bool:
 
 
 def _paired(rep: TreeReport, shape: str, a: str, b: str) -> tuple[float, float, float]:
-    from .report import _ci
-
     return _ci(rep.per_tree[(shape, a)] - rep.per_tree[(shape, b)])
 
 
@@ -81,3 +80,30 @@ def findings(rep: TreeReport) -> list[dict[str, Any]]:
                             text=f"{shape}: tree bound {kind} {b['bound_low']:.3f}..{b['bound_high']:.3f} tokens/call "
                             f"(mean over trees); best per-node verifier {top:.3f}"))  # fmt: skip
     return out
+
+
+# Two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1..30 (tests check them against scipy).
+_T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788,
+         2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639,
+         2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423)  # fmt: skip
+
+
+def t_quantile(df: int) -> float:
+    """t_{0.975, df}: the half-width factor of a 95 % interval from ``df + 1`` independent values."""
+    if df < 1:
+        return math.nan
+    if df <= len(_T975):
+        return _T975[df - 1]
+    # beyond the table: the quantile at the next tabulated df below (t decreases in df: conservative)
+    return 2.0423 if df <= 40 else (2.0211 if df <= 60 else (2.0003 if df <= 120 else 1.9799))
+
+
+def _ci(x: NDArray[np.float64]) -> tuple[float, float, float]:
+    """(mean, low, high): the t interval over independent trees (nan ends for one tree)."""
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
+    m = float(x.mean())
+    if x.size < 2:
+        return m, math.nan, math.nan
+    h = t_quantile(x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
+    return m, m - h, m + h

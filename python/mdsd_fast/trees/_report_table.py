@@ -9,8 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._plots import pyplot
-from .._table import _render
+from .._render import pipe_table, pyplot
 
 if TYPE_CHECKING:  # pragma: no cover
     from .report import TreeReport
@@ -49,7 +48,7 @@ def markdown(records: Sequence[dict[str, Any]], profiles: Sequence[dict[str, Any
                      " ".join(prof.get((r["shape"], r["verifier"]), [])), chain, uncut])  # fmt: skip
         if r["note"] and not _fin(r["tokens_per_call"]) and r["verifier"] != "bound":
             notes.append(f"- {r['shape']} {r['verifier']}: {r['note']}")
-    lines = _render(header, rows, {3})
+    lines = pipe_table(header, rows, {3})
     return "\n".join(lines + ([""] + notes if notes else []))
 
 

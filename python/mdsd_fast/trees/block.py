@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validate import as_array, as_distribution
+from ..inputs.pairs import as_distribution
+from ..inputs.rules import as_array
 
 __all__ = [
     "Oracle",

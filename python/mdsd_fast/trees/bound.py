@@ -28,8 +28,10 @@ import highspy
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validate import as_distribution, check_n
-from ..bound import SolverError, _highs, optimal_acceptance, solve_lp
+from ..bound.alpha import optimal_acceptance
+from ..bound.lp import SolverError, _highs, solve_lp
+from ..inputs.pairs import as_distribution
+from ..inputs.rules import check_n
 from ._raw import check_tree
 from .block import MAX_PREFIXES, Oracle
 

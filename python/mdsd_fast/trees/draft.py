@@ -20,9 +20,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validate import as_pair, check_n, check_scheme, check_threads, mixed_parts
-from ..bound import TooLargeError
-from ..verifiers import simulate
+from ..bound.lp import TooLargeError
+from ..inputs.pairs import as_pair
+from ..inputs.rules import check_n, check_scheme, check_threads, mixed_parts
+from ..verifiers.run import simulate
 from .tree import DraftTree, choices_to_parent
 
 __all__ = [

@@ -25,12 +25,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validate import check_threads
-from ..verifiers import acceptance, verifiers
+from ..inputs.rules import check_threads
+from ..verifiers.registry import verifiers
+from ..verifiers.run import acceptance
 from ._nodes import DETERMINISTIC, node_verifier
+from ._report_findings import _ci, t_quantile
 from .bound_drafted import drafted_bound
 from .data import TreeDataset, load_trees
 from .registered import chain_nodes
+from .shapes import SHAPES, expected_tokens
 from .tree import DraftTree
 from .value import tree_values
 
@@ -41,32 +44,6 @@ __all__ = ["TREE_REPORT_VERIFIERS", "TreeReport", "tree_report", "t_quantile"]
 TREE_REPORT_VERIFIERS: tuple[str, ...] = tuple(v for v in verifiers if v != "optimal-lp") + ("block", "traversal")
 #: Tree-level verifiers (not per-node) and the bound: no per-position acceptance, no chain formula.
 _TREE_LEVEL = ("block", "traversal")
-
-# Two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1..30 (tests check them against scipy).
-_T975 = (12.7062, 4.3027, 3.1824, 2.7764, 2.5706, 2.4469, 2.3646, 2.3060, 2.2622, 2.2281, 2.2010, 2.1788,
-         2.1604, 2.1448, 2.1314, 2.1199, 2.1098, 2.1009, 2.0930, 2.0860, 2.0796, 2.0739, 2.0687, 2.0639,
-         2.0595, 2.0555, 2.0518, 2.0484, 2.0452, 2.0423)  # fmt: skip
-
-
-def t_quantile(df: int) -> float:
-    """t_{0.975, df}: the half-width factor of a 95 % interval from ``df + 1`` independent values."""
-    if df < 1:
-        return math.nan
-    if df <= len(_T975):
-        return _T975[df - 1]
-    # beyond the table: the quantile at the next tabulated df below (t decreases in df: conservative)
-    return 2.0423 if df <= 40 else (2.0211 if df <= 60 else (2.0003 if df <= 120 else 1.9799))
-
-
-def _ci(x: NDArray[np.float64]) -> tuple[float, float, float]:
-    """(mean, low, high): the t interval over independent trees (nan ends for one tree)."""
-    if x.size == 0:
-        return math.nan, math.nan, math.nan
-    m = float(x.mean())
-    if x.size < 2:
-        return m, math.nan, math.nan
-    h = t_quantile(x.size - 1) * float(x.std(ddof=1)) / math.sqrt(x.size)
-    return m, m - h, m + h
 
 
 @dataclass
@@ -255,9 +232,6 @@ def tree_report(
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise ValueError(f"limit: expected a positive integer (trees per shape), got {limit!r}")
     check_threads(threads)  # named here, not as a refusal of every tree
-    from ..lm_trees import SHAPES  # the drafting law of each shipped shape (torch is not imported)
-    from ..report import expected_tokens  # the gap report's chain formula (imports mdsd_fast: not at load)
-
     records: list[dict[str, Any]] = []
     profiles: list[dict[str, Any]] = []
     per_tree: dict[tuple[str, str], NDArray[np.float64]] = {}
@@ -342,7 +316,7 @@ def _bound_record(
     rec = _record(shape, scheme, "bound", "bound", drafts, depth)
     rec["trees"] = len(trees)
     if law is None or law.kind not in ("chain", "branch", "kseq", "static", "dynamic"):
-        rec["note"] = f"shape {shape!r}: drafting law unknown (not in lm_trees.SHAPES), no bound"
+        rec["note"] = f"shape {shape!r}: drafting law unknown (not in mdsd_fast.trees.shapes.SHAPES), no bound"
         return rec
     kseq = law.kind == "kseq"
     iv = [drafted_bound(t, depth=max(law.depth, int(t.depth.max())), kseq=kseq, threads=threads) for t in trees]

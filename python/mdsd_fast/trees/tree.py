@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from .._validate import as_array, as_distribution, check_threads, mixed_parts
+from ..inputs.pairs import as_distribution
+from ..inputs.rules import as_array, check_threads, mixed_parts
 
 __all__ = ["DraftTree", "TREE_SCHEMES", "choices_to_parent", "q_ranks"]
 

@@ -17,9 +17,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
-from .._validate import check_bool, check_threads
-from .._verify_args import _work_budget
-from ..verifiers import _prepare_rows, verifiers
+from ..inputs.args import _work_budget
+from ..inputs.rules import check_bool, check_threads
+from ..verifiers.registry import verifiers
+from ..verifiers.run import _prepare_rows
 from ._nodes import DETERMINISTIC, VerifierSpec, node_verifier
 from .tree import DraftTree
 

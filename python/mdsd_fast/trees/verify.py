@@ -12,8 +12,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from .._validate import check_threads
-from ..verifiers import verify
+from ..inputs.rules import check_threads
+from ..verifiers.verify import verify
 from ._nodes import DETERMINISTIC, VerifierSpec, node_verifier
 from .tree import DraftTree
 

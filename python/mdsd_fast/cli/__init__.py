@@ -1,0 +1,7 @@
+"""``mdsd-fast`` (also ``python -m mdsd_fast``): argument parsing and the error contract, nothing else."""
+
+from __future__ import annotations
+
+from .main import build_parser, main
+
+__all__ = ["main", "build_parser"]

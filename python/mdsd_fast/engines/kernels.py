@@ -1,0 +1,347 @@
+"""Reference kernels in the inference engines' own tensor contracts, with explicit uniforms.
+
+An engine port (CUDA, ROCm, NPU, TPU, Metal) of a speculative-decoding verifier can be diffed
+token for token against these CPU kernels: every random number is an argument, so the outputs
+are a deterministic function of the inputs (docs/engines.md has the contracts, the layouts, the
+edge cases and where an engine's float32 arithmetic can differ).
+
+rejection_sample(...)
+    vLLM V1's ``rejection_sample`` (vllm/v1/sample/rejection_sampler.py): chains of drafts per
+    request, flattened, output ``[B, max_spec_len + 1]`` with -1 placeholders.
+tree_speculative_sampling(...)
+    SGLang's ``tree_speculative_sampling_target_only`` (sgl-kernel) token-tree contract, with
+    SGLang's own rule (``verifier="sglang"``) or any verifier of the package's registry applied
+    at every node.
+
+NumPy arrays or CPU torch tensors go in; the outputs are int32 NumPy arrays, or int32 torch
+tensors when any input is a torch tensor (torch is never imported by this module). Probabilities
+may be float32 or float64 and are computed in float64, used as given (not renormalised: an engine
+does not renormalise either). The C++ loops run without the GIL, requests split over threads;
+results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import numbers
+import sys
+from typing import Any, NamedTuple
+
+import numpy as np
+from numpy.typing import NDArray
+
+from .. import _core
+from ..inputs.args import _work_budget
+from ..inputs.rules import MAX_V, SUM_TOL, as_array, check_threads
+from ..verifiers.registry import verifiers
+
+__all__ = ["rejection_sample", "tree_speculative_sampling", "TreeVerification", "TREE_VERIFIERS"]
+
+#: What ``tree_speculative_sampling(verifier=...)`` accepts: SGLang's rule and the registry
+#: verifiers that need no solver ("optimal-lp" needs an LP per node and is not served).
+TREE_VERIFIERS: tuple[str, ...] = ("sglang", *(name for name in verifiers if name != "optimal-lp"))
+
+#: Largest output rejection_sample allocates (entries of [B, max_spec_len + 1]).
+MAX_OUTPUT = 2**31
+
+
+class TreeVerification(NamedTuple):
+    """Output of :func:`tree_speculative_sampling`, in SGLang's layout (int32)."""
+
+    predicts: Any  #: (B * N,), indexed by retrive_index: the token after each accepted node; -1 elsewhere
+    accept_index: Any  #: (B, num_speculative_tokens): retrive_index of the root and accepted nodes; -1 after
+    accept_token_num: Any  #: (B,): accepted nodes per request, the root not counted
+
+
+def _is_torch(x: Any) -> bool:
+    torch = sys.modules.get("torch")  # a tensor implies torch is imported: never import it here
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _numpy(name: str, x: Any) -> NDArray[Any]:
+    """A NumPy view of an array-like or a CPU torch tensor."""
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"{name}: expected a CPU tensor, got one on {x.device}; move it with .cpu()")
+        try:
+            return np.asarray(x.detach().numpy())
+        except TypeError as exc:  # bfloat16 and other dtypes NumPy lacks
+            raise TypeError(f"{name}: unsupported tensor dtype {x.dtype} ({exc})") from None
+    return as_array(name, x)
+
+
+def _shape(name: str, arr: NDArray[Any], shape: tuple[int | None, ...], spelled: str) -> None:
+    if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape, strict=True)):
+        raise ValueError(f"{name}: expected shape {spelled}, got {arr.shape}")
+
+
+def _ids(name: str, x: Any, shape: tuple[int | None, ...], spelled: str, lo: int, hi: int) -> NDArray[np.int64]:
+    """Integer ids of a given shape, each in [lo, hi), as C-contiguous int64."""
+    arr = _numpy(name, x)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+        raise TypeError(f"{name}: expected integer ids, got dtype {arr.dtype}")
+    _shape(name, arr, shape, spelled)
+    if arr.size and (arr.min() < lo or arr.max() >= hi):
+        bad = arr[(arr < lo) | (arr >= hi)].flat[0]  # read in the input dtype: no int64 wrap-around
+        raise ValueError(f"{name}: id {int(bad)} outside [{lo}, {hi})")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def _floats(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[np.float64]:
+    arr = _numpy(name, x)
+    if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):
+        raise TypeError(f"{name}: expected float32 or float64 values, got dtype {arr.dtype}")
+    _shape(name, arr, shape, spelled)
+    return np.ascontiguousarray(arr, dtype=np.float64)
+
+
+def _uniforms(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[np.float64]:
+    arr = _floats(name, x, shape, spelled)
+    bad = ~((arr >= 0.0) & (arr < 1.0))
+    if bad.any():
+        raise ValueError(f"{name}: uniforms must lie in [0, 1), got {arr[bad].flat[0]!r}")
+    return arr
+
+
+def _probs(name: str, x: Any, shape: tuple[int | None, ...], spelled: str, *, zero_rows: bool) -> NDArray[np.float64]:
+    """Probability rows along the last axis, finite and non-negative, each summing to 1 within
+    SUM_TOL (or all zero when ``zero_rows``); used as given, not renormalised."""
+    out = _floats(name, x, shape, spelled)
+    if not 1 <= out.shape[-1] <= MAX_V:
+        raise ValueError(f"{name}: V = {out.shape[-1]} tokens; expected 1 <= V <= {MAX_V} (int32 token ids)")
+    rows = out.reshape(-1, out.shape[-1])
+    if not np.isfinite(rows).all():
+        raise ValueError(f"{name}: row {int(np.argmin(np.isfinite(rows).all(axis=1)))} contains NaN or inf")
+    if (rows < 0).any():
+        raise ValueError(f"{name}: row {int(np.argmin((rows >= 0).all(axis=1)))} has negative entries")
+    sums = rows.sum(axis=1)
+    bad = np.abs(sums - 1.0) > SUM_TOL
+    if zero_rows:
+        bad &= sums != 0.0
+    if bad.any():
+        r = int(np.argmax(bad))
+        allowed = " (or 0: a row of zeros)" if zero_rows else ""
+        raise ValueError(f"{name}: row {r} sums to {sums[r]:.9g}, not within {SUM_TOL:g} of 1{allowed}")
+    return out
+
+
+def _count(name: str, x: Any, minimum: int) -> int:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral):
+        raise TypeError(f"{name}: expected an integer, got {type(x).__name__}")
+    if int(x) < minimum:
+        raise ValueError(f"{name}: expected an integer >= {minimum}, got {x}")
+    return int(x)
+
+
+def _out(arr: NDArray[Any], as_torch: bool) -> Any:
+    out = np.ascontiguousarray(arr, dtype=np.int32)  # the engines' dtype (SamplerOutput, predicts)
+    if as_torch:
+        return sys.modules["torch"].from_numpy(out)
+    return out
+
+
+def rejection_sample(
+    draft_token_ids: Any,
+    num_draft_tokens: Any,
+    draft_probs: Any,
+    target_probs: Any,
+    bonus_token_ids: Any,
+    *,
+    uniform_probs: Any = None,
+    recovery_noise: Any = None,
+    is_greedy: Any = None,
+    max_spec_len: int | None = None,
+    cu_num_draft_tokens: Any = None,
+    threads: int | None = None,
+) -> Any:
+    """vLLM V1's ``rejection_sample`` with its random numbers as arguments.
+
+    Parameters
+    ----------
+    draft_token_ids : int (T,), the drafts of every request, concatenated.
+    num_draft_tokens : B non-negative ints summing to T (0 drafts: the bonus token alone).
+    draft_probs : (T, V) draft distributions at each draft position, or None for n-gram drafts
+        (vLLM's ``IS_NGRAM``: q = 1 at the draft). A row of zeros is allowed (vLLM rejects there).
+    target_probs : (T, V) target distributions, one row per draft position; as in vLLM the bonus
+        rows are not here (vLLM samples the bonus token outside the rejection sampler).
+    bonus_token_ids : int (B, 1) or (B,), the token appended when every draft is accepted.
+    uniform_probs : (T,) in [0, 1), the accept tests: draft x is accepted iff q(x) > 0 and
+        p(x) / q(x) >= u. Needed when a non-greedy request has drafts.
+    recovery_noise : (B, V) Exp(1) noise, finite and > 0, one row per request shared by its
+        positions: the recovered token is argmax_v max(p - q, 0)(v) / noise[b, v] (vLLM's
+        exponential race). Needed when a non-greedy request has drafts.
+    is_greedy : bool (B,) or None: temperature-0 requests (vLLM's ``temperature == 0``), verified
+        by argmax of target_probs; None: none (``all_random``), all True: ``all_greedy``.
+    max_spec_len : output width minus 1; default max(num_draft_tokens).
+    cu_num_draft_tokens : optional (B,) inclusive prefix sums, checked against num_draft_tokens.
+    threads : threads (default: all cores); results do not depend on it.
+
+    Returns
+    -------
+    int32 (B, max_spec_len + 1): accepted drafts, then the recovered or bonus token, then -1.
+    """
+    inputs = (draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs)
+    as_torch = any(_is_torch(x) for x in (*inputs, recovery_noise, is_greedy, cu_num_draft_tokens))
+    counts = _numpy("num_draft_tokens", num_draft_tokens)
+    if counts.ndim == 1 and counts.size == 0:
+        counts = counts.astype(np.int64)  # an empty batch: np.asarray([]) is float64
+    if counts.dtype == np.bool_ or counts.dtype.kind not in "iu" or counts.ndim != 1:
+        raise TypeError(f"num_draft_tokens: expected a 1-D sequence of ints, got {counts.dtype} shape {counts.shape}")
+    if counts.size and counts.min() < 0:
+        raise ValueError(f"num_draft_tokens: counts must be >= 0, got {int(counts.min())}")
+    counts = counts.astype(np.int64)
+    B = counts.shape[0]
+    cu = np.cumsum(counts)
+    tp = _probs("target_probs", target_probs, (None, None), "(T, V)", zero_rows=False)
+    T, V = tp.shape
+    if int(cu[-1] if B else 0) != T:
+        raise ValueError(f"num_draft_tokens: the counts sum to {int(cu[-1] if B else 0)}, but there are T = {T} rows")
+    if cu_num_draft_tokens is not None:
+        given = _ids("cu_num_draft_tokens", cu_num_draft_tokens, (B,), f"({B},)", 0, T + 1)
+        if not np.array_equal(given, cu):
+            raise ValueError("cu_num_draft_tokens: not the inclusive prefix sums of num_draft_tokens")
+    longest = int(counts.max()) if B else 0
+    width = longest if max_spec_len is None else _count("max_spec_len", max_spec_len, longest)
+    if B * (width + 1) > MAX_OUTPUT:
+        raise ValueError(f"max_spec_len: an output of {B} x {width + 1} tokens is more than {MAX_OUTPUT}")
+    drafts = _ids("draft_token_ids", draft_token_ids, (T,), f"({T},)", 0, V)
+    bonus = _numpy("bonus_token_ids", bonus_token_ids)
+    bonus = bonus.reshape(B) if bonus.shape == (B, 1) else bonus
+    bonus_ids = _ids("bonus_token_ids", bonus, (B,), f"({B}, 1) or ({B},)", 0, V)
+    dp = None if draft_probs is None else _probs("draft_probs", draft_probs, (T, V), f"({T}, {V})", zero_rows=True)
+    greedy = None
+    if is_greedy is not None:
+        g = _numpy("is_greedy", is_greedy)
+        if g.dtype != np.bool_:
+            raise TypeError(f"is_greedy: expected bools, got dtype {g.dtype}")
+        _shape("is_greedy", g, (B,), f"({B},)")
+        greedy = np.ascontiguousarray(g, dtype=np.uint8)
+    # the uniforms are read only at the drafts of non-greedy requests
+    random_drafts = T if greedy is None else int(counts[greedy == 0].sum())
+    u = noise = None
+    if uniform_probs is not None or random_drafts:
+        if uniform_probs is None:
+            raise ValueError("uniform_probs: needed (shape (T,)) when some request is not greedy")
+        u = _uniforms("uniform_probs", uniform_probs, (T,), f"({T},)")
+    if recovery_noise is not None or random_drafts:
+        if recovery_noise is None:
+            raise ValueError("recovery_noise: needed (shape (B, V), Exp(1)) when some request is not greedy")
+        noise = _floats("recovery_noise", recovery_noise, (B, V), f"({B}, {V})")
+        if not (np.isfinite(noise) & (noise > 0)).all():
+            raise ValueError("recovery_noise: Exp(1) noise must be finite and > 0")
+    out = _core.engine_rejection_sample(drafts, cu, dp, tp, bonus_ids, greedy, u, noise, width, check_threads(threads))
+    return _out(out, as_torch)
+
+
+def _threshold(name: str, x: Any) -> float:
+    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
+        raise TypeError(f"{name}: expected a number in [0, 1], got {type(x).__name__}")
+    if not 0.0 <= float(x) <= 1.0:
+        raise ValueError(f"{name}: expected a number in [0, 1], got {x!r}")
+    return float(x)
+
+
+def tree_speculative_sampling(
+    candidates: Any,
+    retrive_next_token: Any,
+    retrive_next_sibling: Any,
+    target_probs: Any,
+    *,
+    uniform_samples: Any,
+    uniform_samples_for_final_sampling: Any,
+    draft_probs: Any = None,
+    retrive_index: Any = None,
+    num_speculative_tokens: int | None = None,
+    verifier: str = "sglang",
+    scheme: str | None = None,
+    threshold_single: float = 1.0,
+    threshold_acc: float = 1.0,
+    work_budget: float | None = None,
+    threads: int | None = None,
+) -> TreeVerification:
+    """Verify a token tree per request in SGLang's contract (``tree_speculative_sampling_target_only``).
+
+    Parameters
+    ----------
+    candidates : int (B, N): node i's token; node 0 is the root (the last verified token).
+    retrive_next_token, retrive_next_sibling : int (B, N): first child and next sibling of each
+        node, -1 for none. Every node reachable from the root must be reached once (a tree).
+    target_probs : (B, N, V): row i is the target's next-token distribution after node i; node
+        i's children are verified against it.
+    uniform_samples : (B, N) in [0, 1): SGLang's coin of each node (its children's test); for a
+        registry verifier the seed of node i's stream (docs/engines.md).
+    uniform_samples_for_final_sampling : (B,) in [0, 1): the final token's inverse-CDF uniform.
+    draft_probs : (B, N, V) or None. SGLang's rule: the draft rows the final residual subtracts
+        (SGLang passes zeros: None); a registry verifier: q of node i's children (row i), required.
+    retrive_index : int (B, N), distinct, in [0, B * N): where each node's token lands in predicts;
+        default b * N + i (SGLang's).
+    num_speculative_tokens : accept_index width; at most num_speculative_tokens - 1 nodes are
+        accepted and the final token is then drawn from p. Default: the deepest tree's depth + 1.
+    verifier : "sglang" (SGLang's rule with ``threshold_single``, ``threshold_acc``; (1, 1) is
+        lossless) or a registry verifier of ``TREE_VERIFIERS``, applied at every node with the
+        children's tokens as its draft tuple (their count is its n).
+    scheme : the draft scheme the children were drafted with (registry verifiers; default the
+        verifier's own, ``verifiers[name].scheme``).
+    work_budget : "optimal" / "sweep" with scheme "wor": the route's work per node.
+    threads : threads (default: all cores); results do not depend on it.
+
+    Returns
+    -------
+    TreeVerification(predicts, accept_index, accept_token_num), int32, SGLang's layout.
+    """
+    inputs = (candidates, retrive_next_token, retrive_next_sibling, target_probs, uniform_samples)
+    as_torch = any(_is_torch(x) for x in (*inputs, uniform_samples_for_final_sampling, draft_probs, retrive_index))
+    if not isinstance(verifier, str) or verifier not in TREE_VERIFIERS:
+        raise ValueError(f"verifier: expected one of {', '.join(map(repr, TREE_VERIFIERS))}, got {verifier!r}")
+    own = verifier == "sglang"
+    tp = _probs("target_probs", target_probs, (None, None, None), "(B, N, V)", zero_rows=False)
+    B, N, V = tp.shape
+    if N == 0:
+        raise ValueError("target_probs: a tree needs at least its root (N >= 1)")
+    shape, spelled = (B, N), f"({B}, {N})"
+    cand = _ids("candidates", candidates, shape, spelled, 0, V)
+    nxt = _ids("retrive_next_token", retrive_next_token, shape, spelled, -1, N)
+    sib = _ids("retrive_next_sibling", retrive_next_sibling, shape, spelled, -1, N)
+    if retrive_index is None:
+        idx = np.arange(B * N, dtype=np.int64).reshape(B, N)
+    else:
+        idx = _ids("retrive_index", retrive_index, shape, spelled, 0, B * N)
+        if np.unique(idx).size != idx.size:
+            raise ValueError("retrive_index: entries must be distinct (each node owns one slot of predicts)")
+    coins = _uniforms("uniform_samples", uniform_samples, shape, spelled)
+    final = _uniforms("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, (B,), f"({B},)")
+    dp = None
+    if draft_probs is not None:
+        dp = _probs("draft_probs", draft_probs, (B, N, V), f"({B}, {N}, {V})", zero_rows=True)
+    spec = 0 if num_speculative_tokens is None else _count("num_speculative_tokens", num_speculative_tokens, 1)
+    if spec > N:
+        raise ValueError(f"num_speculative_tokens: at most N = {N} (a path holds at most N - 1 nodes), got {spec}")
+    th_single = _threshold("threshold_single", threshold_single)
+    th_acc = _threshold("threshold_acc", threshold_acc)
+    sch = ""
+    if not own:
+        if (th_single, th_acc) != (1.0, 1.0):
+            raise ValueError("threshold_single, threshold_acc: only verifier='sglang' has thresholds")
+        if dp is None:
+            raise ValueError(f"draft_probs: verifier {verifier!r} needs the draft distributions (B, N, V)")
+        sch = verifiers[verifier].resolve_scheme(scheme)
+    elif scheme is not None:
+        raise ValueError("scheme: verifier='sglang' takes no draft scheme")
+    budget = _work_budget(work_budget)
+    predicts, accept_index, accept_num = _core.engine_tree_sample(
+        cand,
+        idx,
+        nxt,
+        sib,
+        coins,
+        final,
+        tp,
+        dp,
+        spec,
+        verifier,
+        sch,
+        th_single,
+        th_acc,
+        budget,
+        check_threads(threads),
+    )
+    return TreeVerification(_out(predicts, as_torch), _out(accept_index, as_torch), _out(accept_num, as_torch))

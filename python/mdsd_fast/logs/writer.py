@@ -1,0 +1,297 @@
+"""Writing a sharded log (docs/logs.md): the format's constants and Parquet schema, and :class:`LogWriter`.
+
+Read logs with :mod:`mdsd_fast.logs` (which re-exports ``LogWriter``). Needs pyarrow (the ``logs`` extra).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from ..inputs.rules import MAX_V, SUM_TOL
+
+__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "META_COLUMNS", "LogWriter"]
+
+FORMAT = "mdsd_fast.logs"
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+#: Metadata columns of every row (row_id keys the random streams of simulated estimates).
+META_COLUMNS = ("row_id", "model", "draft", "temperature", "prompt_id", "position", "domain")
+_STRINGS = ("model", "draft", "prompt_id", "domain")
+#: Shard files are written with page checksums, checked on every read (a flipped bit is named).
+_PARQUET_OPTS: dict[str, Any] = dict(compression="zstd", write_page_checksum=True, use_dictionary=list(_STRINGS))
+
+
+def _arrow() -> Any:
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet  # noqa: F401  (pa.parquet below)
+    except ImportError:
+        raise ImportError("logs: the log format needs pyarrow: pip install 'mdsd_fast[logs]'") from None
+    return pa
+
+
+def _schema(pa: Any, dtype: str) -> Any:
+    f = pa.float32() if dtype == "float32" else pa.float64()
+    fields = [
+        ("row_id", pa.int64()),
+        ("model", pa.string()),
+        ("draft", pa.string()),
+        ("temperature", pa.float64()),
+        ("prompt_id", pa.string()),
+        ("position", pa.int64()),
+        ("domain", pa.string()),
+    ]
+    for s in ("p", "q"):
+        fields += [(f"{s}_ids", pa.list_(pa.int32())), (f"{s}_probs", pa.list_(f))]
+        fields += [(f"{s}_complete", pa.bool_()), (f"{s}_mass", pa.float64())]
+    return pa.schema(fields)
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _side(name: str, ptr: ArrayLike, ids: ArrayLike, probs: ArrayLike, V: int, dtype: str) -> tuple[Any, ...]:
+    """Validated CSR parts of one side: ascending distinct ids in [0, V), probabilities in [0, 1]
+    (zeros dropped), stored as ``dtype``; returns (ptr, ids, probs, mass)."""
+    ptr_a = np.asarray(ptr, dtype=np.int64)
+    ids_a = np.asarray(ids)
+    val = np.asarray(probs)
+    if ptr_a.ndim != 1 or ptr_a.size < 1 or ptr_a[0] != 0 or (np.diff(ptr_a) < 0).any():
+        raise ValueError(f"{name}: ptr must start at 0 and be non-decreasing")
+    if ids_a.shape != (int(ptr_a[-1]),) or val.shape != ids_a.shape:
+        raise ValueError(f"{name}: ids and probs must hold ptr[-1] = {int(ptr_a[-1])} entries")
+    if ids_a.size and ids_a.dtype.kind not in "iu":
+        raise TypeError(f"{name}: token ids must be integers, got dtype {ids_a.dtype}")
+    if val.size and val.dtype.kind != "f":
+        raise TypeError(f"{name}: probabilities must be floats, got dtype {val.dtype}")
+    B = ptr_a.size - 1
+    row = np.repeat(np.arange(B), np.diff(ptr_a))
+    ids_a = ids_a.astype(np.int64)
+    val = val.astype(dtype)
+    bad = (ids_a < 0) | (ids_a >= V)
+    if bad.any():
+        raise ValueError(f"{name}: row {int(row[np.argmax(bad)])} has a token id outside [0, {V})")
+    bad = ~np.isfinite(val) | (val < 0) | (val > 1 + SUM_TOL)
+    if bad.any():
+        raise ValueError(f"{name}: row {int(row[np.argmax(bad)])} has a probability outside [0, 1] or NaN")
+    order = np.lexsort((ids_a, row))
+    ids_a, val = ids_a[order], val[order]
+    dup = (np.diff(ids_a) == 0) & (np.diff(row) == 0)
+    if dup.any():
+        raise ValueError(f"{name}: row {int(row[1:][dup][0])} lists token {int(ids_a[1:][dup][0])} twice")
+    keep = val > 0
+    counts = np.bincount(row[keep], minlength=B)
+    new_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
+    ids_a, val = ids_a[keep], val[keep]
+    mass = np.zeros(B)
+    np.add.at(mass, row[keep], val.astype(np.float64))
+    return new_ptr, ids_a, val, mass
+
+
+def check_new_log(out_dir: str | os.PathLike[str]) -> None:
+    """Refuse a directory that already holds a log (before any work is done for it)."""
+    d = Path(out_dir)
+    if (d / MANIFEST).exists() or (d.is_dir() and any(d.glob("shard-*.parquet"))):
+        raise ValueError(f"{d}: already holds a log; write to a new directory")
+
+
+class LogWriter:
+    """Writes a log directory: call :meth:`write` with blocks of rows, then :meth:`close` (or use it as
+    a context manager). A shard is closed once it holds ``rows_per_shard`` rows or ``entries_per_shard``
+    logged entries; each shard goes to a temporary name first and the manifest is written last, so a
+    directory with a manifest is always whole. Row ids count up from 0 unless given."""
+
+    def __init__(
+        self,
+        out_dir: str | os.PathLike[str],
+        vocab_size: int,
+        *,
+        rows_per_shard: int = 100_000,
+        entries_per_shard: int = 8_000_000,
+        dtype: str = "float32",
+        info: Mapping[str, Any] | None = None,
+    ) -> None:
+        self._pa = _arrow()
+        if (
+            isinstance(vocab_size, bool)
+            or not isinstance(vocab_size, (int, np.integer))
+            or not 1 <= vocab_size <= MAX_V
+        ):
+            raise ValueError(f"vocab_size: expected an integer in [1, {MAX_V}], got {vocab_size!r}")
+        if dtype not in ("float32", "float64"):
+            raise ValueError(f"dtype: expected 'float32' or 'float64', got {dtype!r}")
+        for nm, v in (("rows_per_shard", rows_per_shard), ("entries_per_shard", entries_per_shard)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{nm}: expected a positive integer, got {v!r}")
+        self.dir = Path(out_dir)
+        check_new_log(self.dir)
+        self._made_dir = not self.dir.exists()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.V, self.dtype, self.info = int(vocab_size), dtype, dict(info or {})
+        self.rows_per_shard, self.entries_per_shard = rows_per_shard, entries_per_shard
+        self._schema = _schema(self._pa, dtype)
+        self._shards: list[dict[str, Any]] = []
+        self._writer: Any = None
+        self._rows = self._entries = 0
+        self._groups: dict[tuple[str, float | None, str], int] = {}
+        self._next_id = 0
+        self._closed = False
+
+    def __enter__(self) -> LogWriter:
+        return self
+
+    def __exit__(self, exc_type: Any, *_: Any) -> None:
+        if exc_type is None:
+            self.close()
+        else:  # an error: remove what was written (no manifest: the directory is not a log)
+            if self._writer is not None:
+                self._writer.close()
+                self._path.unlink(missing_ok=True)
+            for s in self._shards:
+                (self.dir / s["file"]).unlink(missing_ok=True)
+            if self._made_dir and not any(self.dir.iterdir()):
+                self.dir.rmdir()
+
+    def write(
+        self,
+        p: tuple[ArrayLike, ArrayLike, ArrayLike],
+        q: tuple[ArrayLike, ArrayLike, ArrayLike],
+        *,
+        p_complete: ArrayLike,
+        q_complete: ArrayLike,
+        meta: Mapping[str, ArrayLike],
+    ) -> None:
+        """Append rows: ``p`` and ``q`` are CSR parts ``(ptr, ids, probs)`` of the B rows, ``*_complete``
+        booleans (B,), ``meta`` arrays (B,) for the metadata columns (model, draft, prompt_id, domain:
+        strings, default ""; temperature: default NaN; position: default -1; row_id: default counting)."""
+        pp, pi, pv, pm = _side("p", *p, self.V, self.dtype)
+        qp, qi, qv, qm = _side("q", *q, self.V, self.dtype)
+        B = pp.size - 1
+        if qp.size - 1 != B:
+            raise ValueError(f"p, q: {B} rows of p and {qp.size - 1} of q")
+        cols: dict[str, Any] = {}
+        for k in meta:
+            if k not in META_COLUMNS:
+                raise ValueError(f"meta: unknown column {k!r} (known: {', '.join(META_COLUMNS)})")
+        for k in META_COLUMNS:
+            default: Any = {"row_id": None, "temperature": math.nan, "position": -1}.get(k, "")
+            v = meta.get(k)
+            arr = np.full(B, default, dtype=object) if v is None else np.asarray(v)
+            if k == "row_id" and v is None:
+                arr = np.arange(self._next_id, self._next_id + B, dtype=np.int64)
+            if arr.shape != (B,):
+                raise ValueError(f"meta[{k!r}]: expected {B} values, got shape {arr.shape}")
+            cols[k] = arr.astype(str) if k in _STRINGS else arr.astype(np.float64 if k == "temperature" else np.int64)
+        if (cols["row_id"] < 0).any():
+            raise ValueError("meta['row_id']: row ids must be >= 0")
+        self._next_id = max(self._next_id, int(cols["row_id"].max()) + 1) if B else self._next_id
+        for s, ptr, mass, comp in (("p", pp, pm, p_complete), ("q", qp, qm, q_complete)):
+            c = np.broadcast_to(np.asarray(comp, dtype=bool), (B,))
+            bad = c & (np.abs(mass - 1.0) > SUM_TOL)
+            if bad.any():
+                r = int(np.argmax(bad))
+                raise ValueError(f"{s}: row {r} is marked complete but its probabilities sum to {mass[r]:.9g}")
+            bad = (mass > 1 + SUM_TOL) | (np.diff(ptr) == 0)
+            if bad.any():
+                r = int(np.argmax(bad))
+                raise ValueError(f"{s}: row {r} has logged mass {mass[r]:.9g} (expected in (0, 1])")
+            cols[f"{s}_complete"] = c
+        # split the block where the current shard fills up
+        start = 0
+        while start < B:
+            room_rows = self.rows_per_shard - self._rows
+            ent = np.diff(pp)[start:] + np.diff(qp)[start:]
+            fit = int(np.searchsorted(np.cumsum(ent), self.entries_per_shard - self._entries, side="right"))
+            stop = start + max(1 if self._rows == 0 else 0, min(room_rows, fit))
+            if stop > start:
+                self._append(cols, (pp, pi, pv, pm), (qp, qi, qv, qm), start, stop)
+            if stop < B or self._rows >= self.rows_per_shard:
+                self._close_shard()
+            start = stop
+
+    def _append(self, cols: dict[str, Any], p: tuple[Any, ...], q: tuple[Any, ...], a: int, b: int) -> None:
+        pa = self._pa
+        data: dict[str, Any] = {k: cols[k][a:b] for k in META_COLUMNS}
+        for s, (ptr, ids, val, mass) in (("p", p), ("q", q)):
+            off = (ptr[a : b + 1] - ptr[a]).astype(np.int32)
+            lo, hi = int(ptr[a]), int(ptr[b])
+            data[f"{s}_ids"] = pa.ListArray.from_arrays(off, pa.array(ids[lo:hi].astype(np.int32)))
+            data[f"{s}_probs"] = pa.ListArray.from_arrays(off, pa.array(val[lo:hi]))
+            data[f"{s}_complete"] = cols[f"{s}_complete"][a:b]
+            data[f"{s}_mass"] = mass[a:b]
+        table = pa.table(data, schema=self._schema)
+        if self._writer is None:
+            self._path = self.dir / f".shard-{len(self._shards):05d}.parquet.tmp"
+            self._writer = pa.parquet.ParquetWriter(self._path, self._schema, **_PARQUET_OPTS)
+            self._groups = {}
+            self._ids = (math.inf, -math.inf)
+        self._writer.write_table(table, row_group_size=8192)
+        self._rows += b - a
+        self._entries += int(p[0][b] - p[0][a] + q[0][b] - q[0][a])
+        parts = [np.unique(cols[k][a:b], return_inverse=True) for k in ("domain", "temperature", "draft")]
+        code = (parts[0][1] * parts[1][0].size + parts[1][1]) * parts[2][0].size + parts[2][1]
+        uc, counts = np.unique(code, return_counts=True)
+        for c, k in zip(uc.tolist(), counts.tolist(), strict=True):
+            rest, ri = divmod(c, parts[2][0].size)
+            di, ti = divmod(rest, parts[1][0].size)
+            t = float(parts[1][0][ti])
+            key = (str(parts[0][0][di]), None if math.isnan(t) else t, str(parts[2][0][ri]))
+            self._groups[key] = self._groups.get(key, 0) + k
+        rid = cols["row_id"][a:b]
+        self._ids = (min(self._ids[0], int(rid.min())), max(self._ids[1], int(rid.max())))
+
+    def _close_shard(self) -> None:
+        if self._writer is None:
+            return
+        self._writer.close()
+        self._writer = None
+        n_rows, n_entries = self._rows, self._entries
+        self._rows = self._entries = 0
+        final = self.dir / f"shard-{len(self._shards):05d}.parquet"
+        os.replace(self._path, final)
+        groups = [[d, t, r, c] for (d, t, r), c in sorted(self._groups.items(), key=str)]
+        self._shards.append(
+            dict(
+                file=final.name,
+                rows=n_rows,
+                entries=n_entries,
+                bytes=final.stat().st_size,
+                sha256=_file_sha256(final),
+                row_ids=[int(self._ids[0]), int(self._ids[1])],
+                groups=groups,
+            )
+        )
+
+    def close(self) -> Path:
+        """Finish the last shard and write the manifest (atomically); returns its path."""
+        if self._closed:
+            return self.dir / MANIFEST
+        self._close_shard()
+        manifest = dict(
+            format=FORMAT,
+            format_version=FORMAT_VERSION,
+            vocab_size=self.V,
+            dtype=self.dtype,
+            rows=sum(s["rows"] for s in self._shards),
+            shards=self._shards,
+            info=self.info,
+        )
+        tmp = self.dir / (MANIFEST + ".tmp")
+        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
+        os.replace(tmp, self.dir / MANIFEST)
+        self._closed = True
+        return self.dir / MANIFEST
