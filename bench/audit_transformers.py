@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 import mdsd_fast as mf
-from mdsd_fast.thirdparty import transformers_sd as hs
+from mdsd_fast.audit.thirdparty import transformers_sd as hs
 
 CONFIGS = {
     "installed": "AssistedCandidateGenerator, transformers as installed: draws from and hands over its warped law",
@@ -73,7 +73,7 @@ def end_to_end(model: Any, assistant: Any, ids: list[int], args: argparse.Namesp
     position against p, on the event the raw-q configuration inflates and on p's top token."""
     import torch
 
-    from mdsd_fast import lm
+    from mdsd_fast.extract import distributions as lm
 
     T, n = args.temperatures[0], args.end_to_end
     x = torch.tensor(ids)
@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import torch
 
-    from mdsd_fast import lm
+    from mdsd_fast.extract import distributions as lm
 
     torch.set_num_threads(1)  # the tiny per-call tensors are much faster without a thread pool
     t0 = time.time()

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 import mdsd_fast as mf
-from mdsd_fast.thirdparty import transformers_sd as hs
+from mdsd_fast.audit.thirdparty import transformers_sd as hs
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,8 @@ import tracemalloc
 
 import numpy as np
 
-from mdsd_fast.report import ReportConfig, _findings
+from mdsd_fast.report import ReportConfig
+from mdsd_fast.report.aggregate import _findings
 
 
 def main() -> None:

@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 
 import mdsd_fast as mf
-from mdsd_fast.intervals import SEARCH_STEPS, _bounds
+from mdsd_fast.intervals.bounds import _bounds
+from mdsd_fast.intervals.ends import SEARCH_STEPS
 
 
 def top_k(x: np.ndarray, k: int) -> np.ndarray:

@@ -64,7 +64,7 @@ def worker(step: int, heldout: int) -> None:
     import mdsd_fast as mf
     from heldout import heldout_rows
     from mdsd_fast import _core
-    from mdsd_fast._validate import as_pair
+    from mdsd_fast.inputs.pairs import as_pair
 
     print(mf.ISA, flush=True)
     pairs = {}

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from mdsd_fast._log_summary import _summarise
-from mdsd_fast.log_report import LogUnit
 from mdsd_fast.report import ReportConfig
+from mdsd_fast.report.log_summary import _summarise
+from mdsd_fast.report.logs import LogUnit
 
 
 def main() -> None:

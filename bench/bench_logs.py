@@ -140,8 +140,8 @@ def do_read(out: str) -> dict[str, Any]:
 
 
 def do_report(out: str, limit: int, workers: int) -> dict[str, Any]:
-    from mdsd_fast.log_report import log_report
     from mdsd_fast.report import ReportConfig
+    from mdsd_fast.report.logs import log_report
 
     cfg = ReportConfig(schemes=("iid", "wor"), ns=(4,), verifiers=("rrs",), threads=1)
     t0 = time.perf_counter()
@@ -155,9 +155,9 @@ def do_report(out: str, limit: int, workers: int) -> dict[str, Any]:
 
 def do_truncated(out: str, n: int) -> dict[str, Any]:
     """The same positions logged as truncated top-20 rows (5% of each side's mass unseen): intervals."""
-    from mdsd_fast.log_report import log_report
     from mdsd_fast.logs import LogWriter
     from mdsd_fast.report import ReportConfig
+    from mdsd_fast.report.logs import log_report
 
     p, q = synth(np.random.default_rng(0), n)
     with LogWriter(out, V) as w:
@@ -190,7 +190,7 @@ def do_bounds(n: int) -> dict[str, Any]:
     """acceptance_bounds on n truncated top-20 rows (iid n = 4) and n / 8 (wor n = 4), in calls of
     log_report's BOUNDS_ROWS rows, as the report makes them: positions per CPU-second."""
     from mdsd_fast import TopK, acceptance_bounds
-    from mdsd_fast.log_report import BOUNDS_ROWS
+    from mdsd_fast.report.logs import BOUNDS_ROWS
 
     tp, tq = truncated_topk(n)
     res: dict[str, Any] = dict(step="bounds", positions=n, chunk=BOUNDS_ROWS)
@@ -246,7 +246,7 @@ def package_at(ref: str, dest: Path) -> str:
 
 
 def do_openai(out: str, n: int) -> dict[str, Any]:
-    from mdsd_fast.convert import from_openai_jsonl
+    from mdsd_fast.logs.convert import from_openai_jsonl
 
     rng = np.random.default_rng(1)
     per = 64
@@ -285,7 +285,7 @@ def do_openai(out: str, n: int) -> dict[str, Any]:
 
 def do_dataset(out: str) -> dict[str, Any]:
     import mdsd_fast as mf
-    from mdsd_fast.convert import from_dataset
+    from mdsd_fast.logs.convert import from_dataset
 
     t0 = time.perf_counter()
     ds = mf.load_dataset()

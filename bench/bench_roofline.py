@@ -36,7 +36,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dual import llm_like, machine_info, side_by_side  # noqa: E402
 
 from mdsd_fast import _core  # noqa: E402
-from mdsd_fast._validate import as_pair  # noqa: E402
+from mdsd_fast.inputs.pairs import as_pair  # noqa: E402
 
 KERNELS = [("iid", 2), ("iid", 4), ("iid", 8), ("wor", 2), ("wor", 4), ("wor", 8), ("greedy", 4), ("topk", 4)]
 

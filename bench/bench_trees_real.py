@@ -17,9 +17,9 @@ import time
 
 from bench_io import write_rows
 
-from mdsd_fast.lm_trees import SHAPES
 from mdsd_fast.trees import drafted_bound, load_trees, tree_values
 from mdsd_fast.trees.report import TREE_REPORT_VERIFIERS, _applies
+from mdsd_fast.trees.shapes import SHAPES
 
 REPEATS = 3
 

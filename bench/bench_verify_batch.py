@@ -25,7 +25,8 @@ import time
 import numpy as np
 
 import mdsd_fast as mf
-from mdsd_fast.verifiers import _prepare, _verify_planned
+from mdsd_fast.verifiers.run import _prepare
+from mdsd_fast.verifiers.verify import _verify_planned
 
 
 def cpu(f) -> float:  # type: ignore[no-untyped-def]

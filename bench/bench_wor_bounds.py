@@ -27,7 +27,7 @@ from bench_logs import K, V, synth  # noqa: E402
 
 import mdsd_fast as mf  # noqa: E402
 from mdsd_fast import intervals as iv  # noqa: E402
-from mdsd_fast._intervals_sparse import column_groups, dense_parts  # noqa: E402
+from mdsd_fast.intervals.support import column_groups, dense_parts  # noqa: E402
 
 
 def old_j(n: int) -> int:

@@ -44,7 +44,8 @@ def run(a: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from bench_intervals import top_k
 
-    from mdsd_fast import _intervals_wor, intervals
+    from mdsd_fast import intervals
+    from mdsd_fast.intervals import wor as _intervals_wor
 
     if a.budget is not None:
         _intervals_wor.WOR_BOX_BUDGET = a.budget  # type: ignore[attr-defined]
@@ -66,8 +67,9 @@ def run(a: argparse.Namespace) -> None:
 
 def family_min(p: np.ndarray, q: np.ndarray, n: int, rows: np.ndarray) -> np.ndarray:
     """``wor_cut_min`` over §3.2's whole family on ``rows`` (NaN elsewhere), as ``_bounds`` clips it."""
-    from mdsd_fast import _intervals_wor, intervals
-    from mdsd_fast._intervals_fast import union
+    from mdsd_fast import intervals
+    from mdsd_fast.intervals import wor as _intervals_wor
+    from mdsd_fast.intervals.iid import union
 
     P, Q, V, _ = intervals._parts(p, q)
     pl, ql = union(P, Q, V, intervals._Log)

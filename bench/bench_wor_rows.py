@@ -29,7 +29,7 @@ from bench_dual import side_by_side  # noqa: E402
 import mdsd_fast as mf  # noqa: E402
 from heldout import heldout_rows  # noqa: E402
 from mdsd_fast import _core  # noqa: E402
-from mdsd_fast._validate import as_pair  # noqa: E402
+from mdsd_fast.inputs.pairs import as_pair  # noqa: E402
 
 
 def main() -> None:

@@ -11,15 +11,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from mdsd_fast.trees import chain_values, kseq_bound, per_node_ot_value, traversal_expected_accepted, tree_bound
 from tree_enum import branching_trees, kseq_trees, to_arrays, toy_oracle  # noqa: E402
-
-from mdsd_fast.trees import (  # noqa: E402
-    chain_values,
-    kseq_bound,
-    per_node_ot_value,
-    traversal_expected_accepted,
-    tree_bound,
-)
 
 ORDER = ("parent", "token", "p", "q", "draw_ptr", "draw_child", "scheme")
 
