@@ -1,4 +1,4 @@
-"""Test configuration: the shared test helpers (tests/_support/) and every room's folder are importable
+"""Test configuration: the shared test support modules (tests/_support/) and every room's folder are importable
 by bare name, so a test can reuse another room's reference implementation (``from reference import
 tuple_law``) wherever it lives."""
 

@@ -1,5 +1,5 @@
 """Sparse and top-k inputs (an alias of :mod:`mdsd_fast.inputs.sparse` and the union-support
-helpers of :mod:`mdsd_fast.inputs.pairs`, where the code lives)."""
+functions of :mod:`mdsd_fast.inputs.pairs`, where the code lives)."""
 
 from __future__ import annotations
 

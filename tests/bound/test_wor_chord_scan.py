@@ -16,7 +16,7 @@ LLM row instead of thousands. Checked on rows generated here (seeded; never the 
 * negative control: the same scan without splitting runs ("ends") misses the minimum by more than
   1e-9 on most of these rows, so they discriminate;
 * the hypothesis behind the chords, q-convexity of Q_wor, in exact arithmetic on small random cases;
-* the argmin check ("isolated", what OptimalWor::prepare scans since session 16): its H* is the scan of
+* the argmin check ("isolated", what OptimalWor::prepare scans): its H* is the scan of
   every prefix's on every row tried, and where it cannot rule out another prefix it is that scan, bit
   for bit; negative control: the chord scan alone picks another H* on some of these rows.
 """

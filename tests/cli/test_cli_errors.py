@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import mdsd_fast
-import mdsd_fast.cli as cli
+import mdsd_fast.cli.commands as cli
 from mdsd_fast import from_arrays
 from mdsd_fast.cli import main
 

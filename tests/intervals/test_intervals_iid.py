@@ -19,7 +19,8 @@ import numpy as np
 import pytest
 
 import mdsd_fast as mf
-from mdsd_fast import intervals as iv
+from mdsd_fast.intervals import bounds as iv
+from mdsd_fast.intervals import ends
 from mdsd_fast.intervals import iid as fast
 from mdsd_fast.intervals.support import column_groups, dense_parts
 
@@ -82,11 +83,11 @@ def test_high_is_the_minimum_over_every_h(scheme: str, n: int, m: int) -> None:
 
 def _search_high(p: np.ndarray, q: np.ndarray, n: int, scheme: str, m: int, steps: int) -> np.ndarray:
     """high of the candidate search (the route before the fast one) on every row."""
-    P, Q = dense_parts("p", p, iv.COMPLETE_TOL), dense_parts("q", q, iv.COMPLETE_TOL)
+    P, Q = dense_parts("p", p, ends.COMPLETE_TOL), dense_parts("q", q, ends.COMPLETE_TOL)
     hi = np.empty(len(p))
-    for rows, pg, qg in column_groups(P, Q, p.shape[1], np.arange(len(p)), iv._Log, iv.COMPRESS_KEEP):
-        T = iv._top(qg, m) if m else np.zeros(pg.x.shape, dtype=bool)
-        hi[rows] = iv._high(pg, qg, n, scheme, m, T, steps)[0]
+    for rows, pg, qg in column_groups(P, Q, p.shape[1], np.arange(len(p)), ends._Log, ends.COMPRESS_KEEP):
+        T = ends._top(qg, m) if m else np.zeros(pg.x.shape, dtype=bool)
+        hi[rows] = ends._high(pg, qg, n, scheme, m, T, steps)[0]
     return np.clip(hi + iv.BOUND_SLACK, 0, 1)
 
 
@@ -97,8 +98,8 @@ def test_never_above_the_candidate_search(V: int, k: int) -> None:
         p, q = logs(V + n, 30, V, 4 if m else 1, k, ties=m == 0)
         if m:
             p, q = p[:-2], q[:-2]
-        _, hi, _, _, _ = iv._bounds(p, q, n, scheme, iv.SEARCH_STEPS)
-        old = _search_high(p, q, n, scheme, m, iv.SEARCH_STEPS)
+        _, hi, _, _, _ = iv._bounds(p, q, n, scheme, ends.SEARCH_STEPS)
+        old = _search_high(p, q, n, scheme, m, ends.SEARCH_STEPS)
         assert (hi <= old + 1e-12).all()
         narrower += int((hi < old - 1e-9).sum())
         total += len(p)

@@ -24,7 +24,8 @@ import numpy as np
 import pytest
 
 import mdsd_fast as mf
-from mdsd_fast import intervals as iv
+from mdsd_fast.intervals import bounds as iv
+from mdsd_fast.intervals import ends
 from mdsd_fast.intervals import iid_max as tight
 
 V, K, G = 6, 2, 10
@@ -70,7 +71,7 @@ def grid_max(p: np.ndarray, q: np.ndarray, n: int, scheme: str = "iid") -> float
 
 def lump_layout(p: np.ndarray, q: np.ndarray) -> tuple[object, object]:
     P, Q, Vv, _ = iv._parts(p, q)
-    return iv.union(P, Q, Vv, iv._Log)
+    return iv.union(P, Q, Vv, ends._Log)
 
 
 @pytest.mark.parametrize("n", [2, 3])
@@ -106,7 +107,7 @@ def test_witness_is_a_real_completion(scheme: str, n: int, m: int, v: int) -> No
     top token would be the lump, which no real completion has (hence the split pair in _alpha)."""
     p, q = rows(5, 12, v, 3 if m else K)
     pl, ql = lump_layout(p, q)
-    T = iv._top(ql, m) if m else None
+    T = ends._top(ql, m) if m else None
     br = tight.iid_max(pl, ql, n, np.full(p.shape[0], np.inf), T=T, m=m)
     for r in range(p.shape[0]):
         ids = np.flatnonzero((p[r] > 0) | (q[r] > 0))  # the union support, ascending: its columns

@@ -27,7 +27,8 @@ from test_intervals_iid import logs
 import mdsd_fast as mf
 from interval_reference import sample, vertices
 from mdsd_fast import _core
-from mdsd_fast import intervals as iv
+from mdsd_fast.intervals import bounds as iv
+from mdsd_fast.intervals import ends
 from mdsd_fast.intervals import wor_capped as wc
 
 sp = pytest.importorskip("scipy.sparse")
@@ -140,7 +141,7 @@ def cut_wor(
 ) -> float:
     """1 + p_max(H) - Q_min(H) without replacement, straight from docs/intervals.md §3 and §3.5 (one
     dense row): Q_min is Q of H's logged q plus the unseen q mass H must hold at the cap
-    (``_intervals_worcap.pieces``; one lump if not ``cap``), against the rest. With T (q's top m, a
+    (``wor_capped.pieces``; one lump if not ``cap``), against the rest. With T (q's top m, a
     subset of H) Q is the k random draws' after T, on q off T."""
     up, uq = max(0.0, 1 - p.sum()), max(0.0, 1 - q.sum())
     up, uq = (0.0 if up < 1e-12 else up), (0.0 if uq < 1e-12 else uq)
@@ -233,8 +234,8 @@ def test_never_above_the_candidate_search(V: int, k: int, n: int, m: int) -> Non
     if m:
         p, q = determined(p, q, m)
     scheme = f"top{m}+wor" if m else "wor"
-    _, hi, _, _, _ = iv._bounds(p, q, n, scheme, iv.SEARCH_STEPS)
-    old = _search_high(p, q, n, scheme, m, iv.SEARCH_STEPS)
+    _, hi, _, _, _ = iv._bounds(p, q, n, scheme, ends.SEARCH_STEPS)
+    old = _search_high(p, q, n, scheme, m, ends.SEARCH_STEPS)
     assert (hi <= old + 1e-12).all()
     assert len(p) >= 12
 

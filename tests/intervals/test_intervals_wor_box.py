@@ -29,7 +29,7 @@ from test_intervals_wor_capped import GRID_CASES, grid_best, grid_rows
 from test_intervals_wor_witness import layout
 
 import mdsd_fast as mf
-from mdsd_fast import intervals as iv
+from mdsd_fast.intervals import ends
 from mdsd_fast.intervals import wor as iw
 
 
@@ -42,7 +42,7 @@ def heldout_top(k: int, count: int = 24) -> tuple[np.ndarray, np.ndarray]:
 
 
 def top_mask(ql: Any, m: int) -> np.ndarray:
-    return iv._top(ql, m) if m else np.zeros(ql.x.shape, dtype=bool)
+    return ends._top(ql, m) if m else np.zeros(ql.x.shape, dtype=bool)
 
 
 def forced_search(p: np.ndarray, q: np.ndarray, n: int, scheme: str, mp: pytest.MonkeyPatch, budget: Any) -> Any:

@@ -2,7 +2,7 @@
 ``wor_cut_min``, docs/intervals.md §3.2, §3.5): the q mass forced into H as pieces at the cap.
 
 * The kernel at the reference's cap (``CAP_PIECES`` = 64) equals the Python reference
-  ``_intervals_worcap.wor_cap_high`` (``_q_min_wor`` on each set) where both run the same family,
+  ``intervals.wor_capped.wor_cap_high`` (``_q_min_wor`` on each set) where both run the same family,
   capped by the single-lump kernel (the sets that force no mass, which the reference leaves out), to
   1e-12: V = 6 to 600, n = 2-4, with the merge into equal lumps exercised (rows with more than 64
   pieces, and a cap of 8 in both). A higher cap only lowers high; the default 2^20 never merges.
@@ -29,7 +29,8 @@ from test_intervals_wor_witness import layout, wide_rows
 
 import mdsd_fast as mf
 from mdsd_fast import _core
-from mdsd_fast import intervals as iv
+from mdsd_fast.intervals import bounds as iv
+from mdsd_fast.intervals import ends
 from mdsd_fast.intervals import wor as iw
 from mdsd_fast.intervals import wor_capped as wc
 
@@ -156,7 +157,7 @@ def cap_cut(p: np.ndarray, q: np.ndarray, sets: np.ndarray, k: int) -> np.ndarra
     w = np.zeros((len(W), max(max(v.size for v in W), k)))
     for i, v in enumerate(W):
         w[i, : v.size] = v
-    return 1 + np.asarray(PM) - iv._q_min_wor(w, np.maximum(np.asarray(OUT), 0.0), k)
+    return 1 + np.asarray(PM) - ends._q_min_wor(w, np.maximum(np.asarray(OUT), 0.0), k)
 
 
 def test_structured_sets_reach_the_minimum_over_every_h() -> None:
@@ -181,22 +182,22 @@ def test_structured_sets_reach_the_minimum_over_every_h() -> None:
 
 
 def test_oversized_rows_keep_the_reference_caps(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Rows beyond ``WOR_MAX_ROW_CELLS`` keep the candidate search's high (cap-aware since session 17,
+    """Rows beyond ``WOR_MAX_ROW_CELLS`` keep the candidate search's high (cap-aware,
     tests/test_intervals_wor_cut.py); under ``witnesses=True`` (the bench) the Python reference's caps
     still take part there, and only there."""
     n = 2
     p, q = wide_rows(2, 8)
     pl, ql = layout(p, q)
     monkeypatch.setattr(iw, "WOR_MAX_ROW_CELLS", 0)
-    monkeypatch.setattr(iw, "WOR_BOX_BUDGET", 0)  # the candidate search alone (the box search: worbox)
-    search = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[1]
-    bracket = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS, witnesses=True)[1]
+    monkeypatch.setattr(iw, "WOR_BOX_BUDGET", 0)  # the candidate search alone (no box search)
+    search = iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS)[1]
+    bracket = iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS, witnesses=True)[1]
     want = np.clip(np.minimum(search - iv.BOUND_SLACK, wc.wor_cap_high(pl, ql, n)) + iv.BOUND_SLACK, 0, 1)
     np.testing.assert_allclose(bracket, want, rtol=0, atol=1e-15)
     from test_intervals_wor_cut import lump_set_high  # the search before: the single lump, above it
 
-    monkeypatch.setattr(iv, "wor_set_high", lump_set_high)
-    assert np.any(iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[1] > bracket + 1e-3)
+    monkeypatch.setattr(ends, "wor_set_high", lump_set_high)
+    assert np.any(iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS)[1] > bracket + 1e-3)
 
 
 def pl_all_inside(w: list[float], inside: set[int], k: int) -> float:

@@ -4,7 +4,7 @@ forced mass as pieces at the cap t_q (docs/intervals.md §3, §3.5), the high of
 row is forced through it (the limit set to 0) and the box search is off (its budget set to 0).
 
 * Per set: ``_cut`` equals ``1 + p_max(H) - Q(H)`` with Q by ``_q_min_wor`` on H's weights and
-  ``_intervals_worcap.pieces`` (the Python reference of §3.5; no merge at these sizes), on random sets
+  ``intervals.wor_capped.pieces`` (the Python reference of §3.5; no merge at these sizes), on random sets
   of V = 8-10 rows, hundreds of them with more than one piece, to 1e-10 (the core's alpha*_wor moves by
   9e-12 with the padding on a row with weights of 1e-13).
 * Through the candidate search, the high never rises above the single lump's (the search before,
@@ -33,13 +33,14 @@ from test_intervals_wor_capped import GRID_CASES, cap_cut, grid_best, grid_rows,
 from test_intervals_wor_witness import layout, wide_rows
 
 import mdsd_fast as mf
-from mdsd_fast import intervals as iv
+from mdsd_fast.intervals import bounds as iv
+from mdsd_fast.intervals import ends
 from mdsd_fast.intervals import wor as iw
 
 
 def lump_set_high(p_max: Any, w: Any, forced: Any, cap: Any, out: Any, k: int, threads: Any = None) -> Any:
     """The candidate search before: the forced mass as one lump (docs/intervals.md §3)."""
-    return np.minimum(1.0, 1.0 + p_max - iv._q_min_wor(np.concatenate([w, forced[:, None]], axis=1), out, k))
+    return np.minimum(1.0, 1.0 + p_max - ends._q_min_wor(np.concatenate([w, forced[:, None]], axis=1), out, k))
 
 
 def half_cap(p_max: Any, w: Any, forced: Any, cap: Any, *rest: Any) -> Any:
@@ -54,7 +55,7 @@ def search_high(p: np.ndarray, q: np.ndarray, n: int, scheme: str, monkeypatch: 
 
 
 def repeat(lg: Any, count: int) -> Any:
-    return iv._Log(*(np.repeat(np.asarray(a), count, axis=0) for a in (lg.x, lg.unseen, lg.u, lg.t, lg.hidden)))
+    return ends._Log(*(np.repeat(np.asarray(a), count, axis=0) for a in (lg.x, lg.unseen, lg.u, lg.t, lg.hidden)))
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
@@ -62,9 +63,9 @@ def test_cut_is_the_cap_aware_bound_of_each_set(n: int) -> None:
     p, q = wor_logs(70 + n, 24, 8 + n // 2, n, 5, n)
     many = 0
     for r in range(len(p)):
-        pl, ql = (iv._log(name, x[r : r + 1])[0] for name, x in (("p", p), ("q", q)))
+        pl, ql = (ends._log(name, x[r : r + 1])[0] for name, x in (("p", p), ("q", q)))
         sets = np.random.default_rng(r).random((64, p.shape[1])) < np.linspace(0.3, 0.95, 64)[:, None]
-        got = iv._cut(repeat(pl, 64), repeat(ql, 64), sets, np.zeros_like(sets), n, True, False)
+        got = ends._cut(repeat(pl, 64), repeat(ql, 64), sets, np.zeros_like(sets), n, True, False)
         # 1e-10: on a row with weights of 1e-13 the core's alpha*_wor moves by 9e-12 with the padding
         np.testing.assert_allclose(got, np.minimum(1.0, cap_cut(p[r], q[r], sets, n)), rtol=0, atol=1e-10)
         many += int((ql.u - ql.t * (ql.unseen & ~sets).sum(axis=1) > ql.t).sum())
@@ -79,11 +80,11 @@ def test_never_below_a_grid_completion_nor_above_the_lump(
     hi = search_high(p, q, n, scheme, monkeypatch)
     grid = np.array([grid_best(p[r], q[r], n, scheme) for r in range(len(p))])
     assert np.all(hi >= grid - 1e-12), (grid - hi).max()
-    monkeypatch.setattr(iv, "wor_set_high", lump_set_high)
+    monkeypatch.setattr(ends, "wor_set_high", lump_set_high)
     lump = search_high(p, q, n, scheme, monkeypatch)
     assert np.all(hi <= lump + 1e-12) and len(p) >= 5  # two evaluators of Q: ~1e-12
     if v == 6:  # negative control (where the pieces set the minimum): pieces at half the cap
-        monkeypatch.setattr(iv, "wor_set_high", half_cap)
+        monkeypatch.setattr(ends, "wor_set_high", half_cap)
         bad = search_high(p, q, n, scheme, monkeypatch)
         assert np.any(bad < grid - 1e-6), (bad - grid).min()
 
@@ -93,11 +94,11 @@ def test_lower_than_the_lump_on_wide_rows(gen: str, monkeypatch: pytest.MonkeyPa
     p, q = wide_rows(5, 24) if gen == "v40" else heldout_top20(32)
     for n in (2, 4):
         new = search_high(p, q, n, "wor", monkeypatch)
-        monkeypatch.setattr(iv, "wor_set_high", lump_set_high)
+        monkeypatch.setattr(ends, "wor_set_high", lump_set_high)
         lump = search_high(p, q, n, "wor", monkeypatch)
-        monkeypatch.setattr(iv, "wor_set_high", half_cap)
+        monkeypatch.setattr(ends, "wor_set_high", half_cap)
         bad = search_high(p, q, n, "wor", monkeypatch)
-        witness = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[3]  # the largest alpha*_wor the search visited
+        witness = iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS)[3]  # the largest alpha*_wor the search visited
         monkeypatch.undo()
         assert np.all(new <= lump + 1e-12) and np.any(new < lump - 1e-3)
         assert np.all(new >= witness) and np.any(bad < witness - 1e-6)  # negative control
@@ -135,15 +136,15 @@ def test_same_family_as_the_kernel(n: int, monkeypatch: pytest.MonkeyPatch) -> N
 
     def family_min(r: int) -> float:
         sets, d_in = structured_sets(pl, ql, r)
-        one = [iv._Log(*(np.asarray(a)[r : r + 1] for a in (g.x, g.unseen, g.u, g.t, g.hidden))) for g in (pl, ql)]
+        one = [ends._Log(*(np.asarray(a)[r : r + 1] for a in (g.x, g.unseen, g.u, g.t, g.hidden))) for g in (pl, ql)]
         best = 1.0
         for d in (False, True):
             H = sets[d_in == d]
-            cut = iv._cut(repeat(one[0], len(H)), repeat(one[1], len(H)), H, np.zeros_like(H), n, True, d)
+            cut = ends._cut(repeat(one[0], len(H)), repeat(one[1], len(H)), H, np.zeros_like(H), n, True, d)
             best = min(best, float(cut.min()))
         return best
 
     got = np.array([family_min(r) for r in range(len(p))])
     np.testing.assert_allclose(got, kernel, rtol=0, atol=1e-12)
-    monkeypatch.setattr(iv, "wor_set_high", lump_set_high)  # negative control: the lump misses it
+    monkeypatch.setattr(ends, "wor_set_high", lump_set_high)  # negative control: the lump misses it
     assert np.any(np.array([family_min(r) for r in range(len(p))]) > kernel + 1e-3)

@@ -1,4 +1,4 @@
-"""The witness search for the largest alpha*_wor over completions (python/mdsd_fast/_intervals_worwit.py,
+"""The witness search for the largest alpha*_wor over completions (python/mdsd_fast/intervals/wor_witness.py,
 docs/intervals.md §3.4).
 
 * The witness is a real completion: logged values kept, caps and sums respected, and its alpha*_wor,
@@ -8,7 +8,7 @@ docs/intervals.md §3.4).
 * On V = 6 it reaches the best completion of a grid (every split of each side's unseen mass in
   steps of u/10) within ``GRID_TOL`` on every row; negative control: the starts alone (no moves)
   fall short of the grid on some row, so the grid check can tell a weak search.
-* The cap-aware Q_min lemma on a grid, and the cap-aware bound (``_intervals_worcap``): never below
+* The cap-aware Q_min lemma on a grid, and the cap-aware bound (``intervals.wor_capped``): never below
   a completion's alpha*_wor, below high on some rows, equal on V = 6 to the minimum over all 2^6
   sets; negative controls (a fill at twice the cap, pieces at a quarter of it).
 
@@ -24,7 +24,8 @@ import pytest
 from test_intervals_iid_max import rows, splits
 
 import mdsd_fast as mf
-from mdsd_fast import intervals as iv
+from mdsd_fast.intervals import bounds as iv
+from mdsd_fast.intervals import ends
 from mdsd_fast.intervals import wor as iw
 from mdsd_fast.intervals import wor_capped as wc
 from mdsd_fast.intervals import wor_witness as ww
@@ -34,7 +35,7 @@ GRID_TOL = 1e-3
 
 def layout(p: np.ndarray, q: np.ndarray) -> tuple[object, object]:
     P, Q, Vv, _ = iv._parts(p, q)
-    return iv.union(P, Q, Vv, iv._Log)
+    return iv.union(P, Q, Vv, ends._Log)
 
 
 def wide_rows(seed: int, count: int, V: int = 40, K: int = 8) -> tuple[np.ndarray, np.ndarray]:
@@ -80,10 +81,10 @@ def test_witness_is_a_real_completion_below_high_and_above_the_old_witness(gen: 
     for r in range(p.shape[0]):
         fp, fq = full_rows(p, q, w, r)
         assert abs(mf.optimal_acceptance(fp, fq, n, "wor") - w.witness[r]) <= 1e-12
-    hi = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[1]
+    hi = iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS)[1]
     with pytest.MonkeyPatch.context() as mp:  # the candidate search's witness alone
         mp.setattr(iv, "wor_witness", lambda *a, **k: ww.Witness(np.full(p.shape[0], -np.inf), [], [], w.nD))
-        old = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS, witnesses=True)[3]
+        old = iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS, witnesses=True)[3]
     assert np.all(w.witness <= hi + 1e-12)
     assert np.all(w.witness >= old - 1e-12), (w.witness - old).min()
 
@@ -159,7 +160,7 @@ def test_cap_aware_q_min_is_the_smallest_q_over_completions(n: int) -> None:
 
 @pytest.mark.parametrize(("gen", "n"), [("v6", 2), ("v40", 2), ("v40", 4)])
 def test_cap_aware_high_is_valid_and_lowers_high(gen: str, n: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The cap-aware bound (``_intervals_worcap``) is never below a completion's alpha*_wor (the
+    """The cap-aware bound (``intervals.wor_capped``) is never below a completion's alpha*_wor (the
     witness, and on V = 6 every grid completion), never above the single lump's high, and below it
     on some rows. Negative control: pieces at a quarter of the cap (finer than a completion must be: Q too large)
     go below a witness."""
@@ -168,8 +169,8 @@ def test_cap_aware_high_is_valid_and_lowers_high(gen: str, n: int, monkeypatch: 
     cap = wc.wor_cap_high(pl, ql, n)
     with monkeypatch.context() as mp:  # the single lump's high (§3), which the caps lower
         mp.setattr(iw, "WOR_HIGH_PIECES", 1)
-        hi = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS)[1]
-    w = iv._bounds(p, q, n, "wor", iv.SEARCH_STEPS, witnesses=True)[3]
+        hi = iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS)[1]
+    w = iv._bounds(p, q, n, "wor", ends.SEARCH_STEPS, witnesses=True)[3]
     assert np.all(cap >= w - 1e-12) and np.all(np.minimum(cap, hi) <= hi)
     assert np.any(cap < hi - 1e-3)
     if gen == "v6":

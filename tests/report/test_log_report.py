@@ -89,7 +89,7 @@ def test_no_dependence_on_chunks_workers_or_dask(
     log = mixed[0]
     base = log_report(log, config=CFG, out_dir=tmp_path / "a", progress=False, chunk_rows=1)
     ref = shard_positions(tmp_path / "a")
-    monkeypatch.setattr(mf.log_report, "CELLS", 90)  # union-support batches of 1-3 rows in a chunk of 100
+    monkeypatch.setattr(mdsd_fast.report.logs, "CELLS", 90)  # union-support batches of 1-3 rows in a chunk of 100
     small = log_report(log, config=CFG, out_dir=tmp_path / "s", progress=False, chunk_rows=100)
     np.testing.assert_equal(shard_positions(tmp_path / "s"), ref)
     np.testing.assert_equal(small.records, base.records)

@@ -143,7 +143,7 @@ def test_seeded_simulation_independent_of_thread_count(name: str, scheme: str | 
 
 def test_row_ids_make_streams_independent_of_batching() -> None:
     """With row_ids, a row's simulated estimate, samples and verified tokens do not depend on the
-    batch it is in, its position or the order (issue 20: results independent of chunking)."""
+    batch it is in, its position or the order (results independent of chunking)."""
     rng = np.random.default_rng(0)
     P, Q = rng.dirichlet(np.ones(50), size=6), rng.dirichlet(np.ones(50), size=6)
     ids = np.array([10, 11, 12, 13, 14, 15])

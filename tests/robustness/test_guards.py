@@ -253,7 +253,7 @@ def test_every_highs_solve_checks_the_status(monkeypatch: pytest.MonkeyPatch) ->
     LANDSCAPE §3.4 is the real-world case)."""
     import highspy
 
-    from mdsd_fast import bound
+    from mdsd_fast.bound import lp as bound
 
     real = bound._highs
 

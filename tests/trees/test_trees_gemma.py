@@ -1,4 +1,4 @@
-"""The shipped Gemma-3-270M tree sample (issue 22): it loads without torch at V = 262,144 with its
+"""The shipped Gemma-3-270M tree sample: it loads without torch at V = 262,144 with its
 metadata and recorded cut, `mdsd-fast trees --model gemma3-270m` runs on it, its root intervals
 contain what they must, and (with the model package installed) the documented command's code path
 regenerates a shipped tree on the real model."""

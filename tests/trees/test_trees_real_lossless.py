@@ -1,4 +1,4 @@
-"""Sequence-level losslessness of tree verification on the real SmolLM2-135M model (issue 19): K = 2
+"""Sequence-level losslessness of tree verification on the real SmolLM2-135M model: K = 2
 i.i.d. draft sequences of length 2 are drafted from the real layer-skip draft at a real context and
 verified top down; the first two emitted tokens (the sequence continued from the target when the
 call emits one) must follow the target's law p(x1) p(x2 | x1). A chi-square test over the

@@ -20,8 +20,8 @@ import mdsd_fast as mf
 from mdsd_fast import _core
 from mdsd_fast.inputs.args import _seed
 from mdsd_fast.inputs.pairs import as_pair
+from mdsd_fast.verifiers.given_drafts import _verify_planned
 from mdsd_fast.verifiers.run import _prepare
-from mdsd_fast.verifiers.verify import _verify_planned
 
 
 def _iid_drafts(P: np.ndarray, Q: np.ndarray, n: int, seed: int) -> np.ndarray:

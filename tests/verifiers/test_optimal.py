@@ -1,4 +1,4 @@
-"""The "optimal" verifier (issue 8): exact optimal acceptance, i.i.d. (full vocabulary) and wor drafts.
+"""The "optimal" verifier: exact optimal acceptance, i.i.d. (full vocabulary) and wor drafts.
 
 Construction (cpp/include/mdsd/verifiers/optimal_iid.hpp, optimal_wor/): the certificate H* splits the plan into an
 outer system (tuples with a draft outside H* output one of those drafts) and an inner system
@@ -435,7 +435,7 @@ def test_wor_chain_certifies(shipped) -> None:
     _assert_certified(shipped, _CHAIN_ROWS)
 
 
-# Shipped rows that only the regrouped chains certify (session 5), all refused before: (row, n).
+# Shipped rows that only the regrouped chains certify: (row, n).
 # Inner: a visit finds its removal slack negative, so the unvisited tokens at that point (a group
 # of 3,920 tokens on row 129) run again as the chain's group on top -- 210 at n = 2, 129 and 196
 # at n = 4, 150 and 346 at n = 8 (alpha* = 0.95, 0.63, 0.93, 0.99997, 0.95). Outer: a visit finds
@@ -460,7 +460,7 @@ def test_wor_regrouped_chain_certifies(shipped) -> None:
     _assert_certified(shipped, _REGROUP_ROWS)
 
 
-# Shipped rows only the last resort certifies (session 6: rows short by at most 1e-5 run the first
+# Shipped rows only the last resort certifies (rows short by at most 1e-5 run the first
 # chain order again with a 1,024-token prefix-event head): 159 at n = 8 (2.4e-6 short before, the
 # last row above 1e-6 at n = 8; ~20 s).
 _LAST_RESORT_ROWS = ((159, 8),)
@@ -471,7 +471,7 @@ def test_wor_last_resort_certifies(shipped) -> None:
     _assert_certified(shipped, _LAST_RESORT_ROWS)
 
 
-# Shipped rows only the n = 2 pair sweep certifies (session 6: the prefix-event sweep on the whole
+# Shipped rows only the n = 2 pair sweep certifies (the prefix-event sweep on the whole
 # inner system, in closed form, PairPrefixEventSweep): 246 (3e-7 short before, ~1 s) and 351
 # (1.5e-4 short before, ~13 s). With it every shipped row is certified at n = 2 (rows 27, 336 and
 # 522 too; 27 runs the chi-square test below).
@@ -520,7 +520,7 @@ def test_chi2_wor_full_vocabulary(shipped) -> None:
     raise AssertionError("no certified row among the 20 candidates")
 
 
-# Shipped rows "optimal" still refuses (session 6, n = 3: 8.8e-5 / 3.4e-5 below alpha*_wor; none is
+# Shipped rows "optimal" still refuses (n = 3: 8.8e-5 / 3.4e-5 below alpha*_wor; none is
 # left at n = 2, 4 or 8): (row, n).
 _REFUSED_ROWS = ((234, 3), (402, 3))
 

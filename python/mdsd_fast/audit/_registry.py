@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..verifiers.given_drafts import verify
 from ..verifiers.registry import verifiers
-from ..verifiers.verify import verify
 
 
 class RegistryVerifier:

@@ -18,6 +18,7 @@ from ..data import default_dataset_path
 from ..extract import distributions as lm
 from ..extract import trees as lm_trees
 from ..extract.drafts import LayerSkipDraft, ModelDraft, ngram_draft_from_text
+from ..extract.presets import build_default_dataset
 from ..extract.trees import build_tree_dataset
 from ..trees.data import default_trees_path
 from ..trees.shapes import SHAPES
@@ -76,7 +77,7 @@ def _cmd_extract(args: argparse.Namespace) -> int:
         if args.full and not args.out:
             raise ValueError("--full: give --out FILE (the full rows are not shipped)")
         out = Path(args.out) if args.out else default_dataset_path(model)
-        ds = lm.build_default_dataset(out, threads=args.threads, progress=not args.quiet, model=model, full=args.full)
+        ds = build_default_dataset(out, threads=args.threads, progress=not args.quiet, model=model, full=args.full)
     else:
         if not args.target or not args.draft or not args.out:
             raise ValueError("give --default-dataset, or --target, at least one --draft and --out")

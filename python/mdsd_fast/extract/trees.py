@@ -1,4 +1,4 @@
-"""Grow real draft trees from a language model (issue 19; torch and transformers only here).
+"""Grow real draft trees from a language model (torch and transformers only here).
 
 At a context position of the flat dataset (docs/DATA.md: same prompts, temperatures, target
 continuations and recorded positions), the DRAFT grows a tree one depth at a time: the children

@@ -36,10 +36,10 @@ _B = NDArray[np.bool_]
 WOR_MAX_ROW_CELLS = 1 << 18
 #: Pieces of the q mass forced into H at most (equal lumps beyond: still a valid bound, §3.5). The
 #: kernel's cost does not grow with it; a completion needs at most |U_q| pieces, so 2^20 is the exact
-#: fill at the cap up to V = 2^20 (the Python reference ``_intervals_worcap`` caps at 64: it pays per piece).
+#: fill at the cap up to V = 2^20 (the Python reference :mod:`~mdsd_fast.intervals.wor_capped` caps at 64: it pays per piece).
 WOR_HIGH_PIECES = 1 << 20
 #: Work per row of ``wor_box_high`` (race steps plus sets tried): on held-out top-1,000 rows (seed 7,
-#: bench/bench_wor_cut.py --budget) 2^12 to 2^18 give the same high, so the smallest (§6, session 18).
+#: bench/bench_wor_cut.py --budget) 2^12 to 2^18 give the same high, so the smallest (§6).
 WOR_BOX_BUDGET = 1 << 12
 
 

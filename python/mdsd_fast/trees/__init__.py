@@ -1,4 +1,4 @@
-"""Draft trees (issue 19): one target call verifies a tree of drafts.
+"""Draft trees: one target call verifies a tree of drafts.
 
 - ``DraftTree`` (tree.py): the arrays of the contract (docs/trees.md), engines' layouts.
 - drafting (draft.py): ``draft_kseq`` (K i.i.d. sequences), ``draft_branching`` (per-depth

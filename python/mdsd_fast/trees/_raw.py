@@ -1,4 +1,4 @@
-"""Validation of the raw draft-tree arrays (the shared contract of issue 19) and the per-step draft law.
+"""Validation of the raw draft-tree arrays (the shared contract of docs/trees.md) and the per-step draft law.
 
 A drafted tree for one target call is ``parent, token, p, q, draw_ptr, draw_child, scheme``
 (docs/trees_verification.md §1). ``check_tree`` turns them into validated arrays; ``step_law``

@@ -1,4 +1,4 @@
-"""Real draft trees (issue 19): the stored format, its writer and the loader (NumPy only).
+"""Real draft trees: the stored format, its writer and the loader (NumPy only).
 
 A file holds drafted trees in the contract of docs/trees_verification.md §1 (parent, token, p, q,
 draw_ptr, draw_child, scheme), grown from a real model by ``mdsd-fast extract-trees``

@@ -1,4 +1,4 @@
-"""The tree report (issue 19, item 7): expected tokens per target call on drafted trees.
+"""The tree report: expected tokens per target call on drafted trees.
 
 For every tree shape of a tree file (default: the shipped SmolLM2 sample) and every verifier that
 applies to its nodes, each drafted tree is valued exactly (``tree_values``: expected accepted length

@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..inputs.rules import check_threads
-from ..verifiers.verify import verify
+from ..verifiers.given_drafts import verify
 from ._nodes import DETERMINISTIC, VerifierSpec, node_verifier
 from .tree import DraftTree
 

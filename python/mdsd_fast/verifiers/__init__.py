@@ -8,6 +8,7 @@ of the optimal verifier did with each row.
 
 from __future__ import annotations
 
+from .given_drafts import verify
 from .registry import Verifier, verifiers
 from .route import route_report
 from .run import (
@@ -20,7 +21,6 @@ from .run import (
     acceptance,
     simulate,
 )
-from .verify import verify
 
 __all__ = [
     "Verifier",

@@ -10,9 +10,9 @@ from typing import Any
 from numpy.typing import ArrayLike
 
 from .. import _core
+from .given_drafts import verify
 from .run import Simulation, _prepare, acceptance, simulate
 from .table import FACTS, VerifierFacts, _from_table
-from .verify import verify
 
 __all__ = ["Simulation", "Verifier", "verifiers"]
 
