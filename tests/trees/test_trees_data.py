@@ -11,7 +11,8 @@ import pytest
 from mdsd_fast.data import MAX_QUANT_L1, default_dataset_path
 from mdsd_fast.trees import traversal_expected_accepted
 from mdsd_fast.trees._raw import check_tree
-from mdsd_fast.trees.data import TREE_FIELDS, TreeDatasetBuilder, default_trees_path, load_trees, sparse_support
+from mdsd_fast.trees.builder import TreeDatasetBuilder, sparse_support
+from mdsd_fast.trees.data import TREE_FIELDS, default_trees_path, load_trees
 
 SHAPES = ("chain4", "chain6", "b2x4", "b4x3", "kseq4x4", "kseq8x4", "eagle63d4", "eagle2k4")
 SCHEME = {"chain": "iid", "b2x4": "wor", "b4x3": "wor", "kseq": "iid", "eagle": "topk"}

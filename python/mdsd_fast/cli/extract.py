@@ -194,7 +194,7 @@ def add_extract_trees_parser(sub: Any, parents: Sequence[argparse.ArgumentParser
                         formatter_class=argparse.RawDescriptionHelpFormatter, parents=list(parents))  # fmt: skip
     ap.add_argument("--sample", action="store_true", help="the shipped sample (written into the package by default)")
     ap.add_argument("--model", type=_model_choice, default="smollm2-135m",
-                    help="smollm2-135m (default) or gemma3-270m (a preset of mdsd_fast.lm_models)")  # fmt: skip
+                    help="smollm2-135m (default) or gemma3-270m (a preset of mdsd_fast.extract.presets)")  # fmt: skip
     ap.add_argument("--shape", action="append", choices=list(SHAPES), help="only these shapes (repeatable)")
     ap.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     ap.add_argument("--out", help="output .npz file")

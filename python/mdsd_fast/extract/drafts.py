@@ -29,7 +29,7 @@ def softmax_T(logits: Any, temperature: float) -> np.ndarray:
 
 def _forward_logits(model: Any, ids: Any, **kw: Any) -> Any:
     """Logits (L, V) of a causal LM on one sequence, without a cache (``kw``: e.g. a tree
-    attention mask and position ids, see mdsd_fast.lm_trees)."""
+    attention mask and position ids, see mdsd_fast.extract.trees)."""
     torch = torch_module()
     with torch.no_grad():
         out = model(input_ids=ids[None, :], use_cache=False, **kw)

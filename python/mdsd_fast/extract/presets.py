@@ -187,7 +187,7 @@ def build_default_dataset(
     SmolLM2-135M-Instruct: the layer-skip drafts :data:`DEFAULT_DRAFTS` and a bigram model trained
     on the shipped corpus; the shipped prompts; T = 0.7 and 1.0; every 8th of up to 48 generated
     positions). ``model="gemma3-270m"`` builds the Gemma sample the same way
-    (:mod:`mdsd_fast.lm_models`); ``full`` keeps its rows uncut."""
+    (:mod:`mdsd_fast.extract.presets`); ``full`` keeps its rows uncut."""
     return build_model_dataset(
         model, out, full=full, threads=threads, progress=progress, prompts=prompts, temperatures=temperatures
     )

@@ -27,7 +27,7 @@ from numpy.typing import NDArray
 
 from .._torch import torch_module
 from ..trees._raw import RawTree, check_tree
-from ..trees.data import TreeDatasetBuilder
+from ..trees.builder import TreeDatasetBuilder
 from ..trees.shapes import SHAPES, TreeShape
 from .distributions import (
     DEFAULT_DRAFTS,
@@ -232,7 +232,7 @@ def build_tree_dataset(
     out: str | Path | None, *, sample: bool = False, threads: int = 1, shapes: Sequence[str] | None = None,
     progress: bool = True, model: str = "smollm2-135m", kmax: int | None = None,
 ) -> TreeDatasetBuilder:  # fmt: skip
-    """Grow every shape with every draft of ``model`` (a preset of :mod:`mdsd_fast.lm_models`) at
+    """Grow every shape with every draft of ``model`` (a preset of :mod:`mdsd_fast.extract.presets`) at
     its flat dataset's contexts and write ``out`` when given (``sample``: the shipped sample, see
     :data:`SAMPLES`; otherwise every prompt of the flat dataset and position). ``kmax``: keep this
     many top tokens per distribution in the builder (at least the file's cap; its ``save(kmax=)``

@@ -101,7 +101,7 @@ def union_pair(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], bool]:
     """(pc, qc, ids, batched): p and q on each row's union support, (B, L) float64, with ``ids[r, j]``
     the vocabulary id of column j of row r (-1 in the zero padding). A single row broadcasts.
-    ``threads``: of the validation of a dense side (as ``_validate.as_distribution`` takes it)."""
+    ``threads``: of the validation of a dense side (as ``as_distribution`` takes it)."""
     ps, qs = _as_rows("p", p, threads), _as_rows("q", q, threads)
     if ps.V != qs.V:
         raise ValueError(f"p, q: vocabulary sizes differ (p has V={ps.V}, q has V={qs.V})")
@@ -141,7 +141,7 @@ def pair_rows(
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], bool, NDArray[np.int64] | None]:
     """(p2, q2, batched, ids): validated (B, L) rows of any input. Dense input: ``as_pair``'s (B, V) rows
     and ids None; sparse or top-k input: :func:`union_pair`'s rows on the union support and their ids.
-    ``threads``: of the validation (as ``_validate.as_distribution`` takes it)."""
+    ``threads``: of the validation (as ``as_distribution`` takes it)."""
     if is_sparse(p) or is_sparse(q):
         pc, qc, ids, batched = union_pair(p, q, threads=threads)
         return pc, qc, batched, ids

@@ -10,15 +10,15 @@ consistent completion of p and of q (docs/intervals.md: statement, proofs, measu
 * ``low`` is alpha* of one explicit pessimistic pair computed by the C++ core: p's unseen mass goes
   to a phantom token that is never drafted and q's to phantom tokens that p never gives (so every
   draft landing there is wasted). Without replacement q's phantoms are split without limit: a
-  Poisson bucket in every H (``_intervals_wor.wor_low``).
+  Poisson bucket in every H (``wor.wor_low``).
 * ``high`` is ``1 + p_max(H) - Q_min(H)`` minimised over token sets H (any H gives a valid bound),
   where ``p_max(H)`` and ``Q_min(H)`` are the largest p(H) and smallest Pr[all drafts in H] over
   completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
-  (``_intervals_fast.iid_high``: the bound depends on H through a few sums), and for "wor" too
-  (``_intervals_wor.wor_high``: a few structured sets per size, with the q mass forced into H at
+  (``iid.iid_high``: the bound depends on H through a few sums), and for "wor" too
+  (``wor.wor_high``: a few structured sets per size, with the q mass forced into H at
   the cap, docs/intervals.md §3.5); for oversized rows it is over
   candidates, the certificates of extreme completions and of a Frank-Wolfe search (for "wor" with
-  the same pieces at the cap, by the same kernel: ``_intervals_wor.wor_set_high``).
+  the same pieces at the cap, by the same kernel: ``wor.wor_set_high``).
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
 """
 

@@ -153,7 +153,7 @@ def _low(p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, threads: int | No
     p never gives, each below the m-th logged q value so the top m stays T (docs/intervals.md §2).
 
     i.i.d. drafts: one phantom of mass u. Without replacement, the worst completion splits q's
-    unseen mass ever finer: its limit, a Poisson bucket in every H (``_intervals_wor.wor_low``)."""
+    unseen mass ever finer: its limit, a Poisson bucket in every H (``wor.wor_low``)."""
     if scheme == "wor" or scheme.endswith("+wor"):
         return wor_low(p, q, T, n, m, threads)
     B, V = p.x.shape

@@ -1,6 +1,6 @@
 """The without-replacement route of ``acceptance_bounds`` ("wor" and "top<m>+wor").
 
-Both ends run in the C++ core on each row's union support (``_intervals_fast.union``), one row at
+Both ends run in the C++ core on each row's union support (``iid.union``), one row at
 a time, so no row's result depends on the others, on the padding or on the chunking:
 
 * ``wor_low``: q's unseen mass as a Poisson bucket of its mass that is in every H (the limit of

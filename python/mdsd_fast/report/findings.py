@@ -1,7 +1,7 @@
 """The seed paper's findings, checked position by position, from mergeable per-unit summaries.
 
 ``summarise(arrays, cfg)`` folds one unit's per-position values (a dense shard, or a log shard with
-its ``complete`` column and ``interval/...`` ends) into a :class:`~mdsd_fast._merge.Summary`;
+its ``complete`` column and ``interval/...`` ends) into a :class:`~mdsd_fast.report.merge.Summary`;
 ``findings(summary, cfg)`` states the findings from the merged summaries. Both the dense report and
 the streaming log report use this module, so they state the same findings from the same numbers,
 and memory does not grow with the number of positions.

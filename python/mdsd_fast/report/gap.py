@@ -15,11 +15,11 @@ stderr how many groups it reused and why the others were recomputed. Units run i
 in local processes (``workers``) or on a Dask cluster (``scheduler``) and give identical numbers
 either way: each unit's randomness is keyed by (seed, unit key) only.
 
-The code is split by concern: ``_report_config`` (the config, units, resume keys),
-``_report_units`` (a unit's computation, its shard, resume, where units run), ``_report_aggregate``
+The code is split by concern: ``config`` (the config, units, resume keys),
+``units`` (a unit's computation, its shard, resume, where units run), ``aggregate``
 (records per group and pooled) and this module (the ``GapReport`` class and ``gap_report``). Every
-name is importable from here. The findings come from ``_findings`` (mergeable per-unit summaries,
-``_merge``), which the streaming log report shares.
+name is importable from here. The findings come from ``findings`` (mergeable per-unit summaries,
+``merge``), which the streaming log report shares.
 """
 
 from __future__ import annotations

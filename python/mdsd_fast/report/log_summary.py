@@ -2,9 +2,9 @@
 interval table.
 
 Memory does not grow with the number of positions: each unit's per-position file is read once and
-folded into exact moments (count, sum and sum of squares as integers, ``_merge.Moments``: the dense
+folded into exact moments (count, sum and sum of squares as integers, ``report.merge.Moments``: the dense
 report's records use the same, with the same interval formula) per group and key, and into the
-findings' mergeable summary (mdsd_fast._findings, the dense report's own). Every record is the same
+findings' mergeable summary (mdsd_fast.report.findings, the dense report's own). Every record is the same
 whatever the order of the units, the chunking of their rows or the number of workers, bit for bit.
 """
 

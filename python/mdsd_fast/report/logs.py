@@ -8,7 +8,7 @@ acceptance, on each row's union support), truncated rows through ``acceptance_bo
 per position, in sub-batches of ``BOUNDS_ROWS``: its compressed groups are >= 2,048 columns wide). A unit writes its
 per-position values to ``<out>/shards/`` atomically with a resume key (the shard's sha256 from the
 manifest, the selection, the config, the code); the records come from per-unit exact moments and
-the dense report's findings from exact mergeable per-unit summaries (mdsd_fast._merge, _findings).
+the dense report's findings from exact mergeable per-unit summaries (mdsd_fast.report.merge, mdsd_fast.report.findings).
 No value depends on the chunk size, the unit order or the number of workers: every row is computed
 on its own union support, and simulated streams are keyed by the row's ``row_id``. Every kernel and
 validation pass of a unit runs on ``config.threads`` (None: all cores).

@@ -4,7 +4,7 @@ Each adapter wraps the third party's own function (imported lazily, only when an
 built) as ``verify(p, q, drafts, rng) -> token``, the one-position contract of the audit, so the
 code that runs is theirs and only the plumbing is ours. ``import mdsd_fast`` imports none of this.
 
-* :mod:`mdsd_fast.thirdparty.transformers_sd`: Hugging Face transformers' speculative-sampling
+* :mod:`mdsd_fast.audit.thirdparty.transformers_sd`: Hugging Face transformers' speculative-sampling
   step (``transformers.generation.utils._speculative_sampling``) and the laws its candidate
   generators draft from and hand over (docs/audit_transformers.md).
 """

@@ -60,7 +60,7 @@ def _hf() -> tuple[Any, Any]:
         import transformers.generation.utils as gen_utils
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError(
-            "mdsd_fast.thirdparty.transformers_sd needs PyTorch and transformers: pip install 'mdsd_fast[models]'"
+            "mdsd_fast.audit.thirdparty.transformers_sd needs PyTorch and transformers: pip install 'mdsd_fast[models]'"
         ) from exc
     return torch, gen_utils
 
