@@ -7,8 +7,10 @@ core); the gallery runs ``examples/plot_*.py`` at build time.
 
 from __future__ import annotations
 
+import inspect
 import os
 from pathlib import Path
+from typing import Any
 
 import mdsd_fast
 
@@ -66,3 +68,17 @@ html_static_path: list[str] = []
 html_theme_options = {"navigation_with_keys": True}
 pygments_style = "sphinx"
 pygments_dark_style = "monokai"
+
+
+def _drop_builtin_type_docs(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """A constant without a doc comment of its own gets its type's docstring (dict's, tuple's) from
+    autodoc; that text describes the builtin, not the constant, and is not valid reST: drop it."""
+    if what not in ("data", "attribute") or not lines:
+        return
+    type_doc = inspect.getdoc(type(obj))
+    if type_doc and lines[0].strip() == type_doc.splitlines()[0].strip():
+        lines.clear()
+
+
+def setup(app: Any) -> None:
+    app.connect("autodoc-process-docstring", _drop_builtin_type_docs)
