@@ -63,11 +63,9 @@ sphinx_gallery_conf = {
 }
 
 html_theme = "furo"
-html_title = f"mdsd_fast {release}"
+html_title = "mdsd_fast"
 html_static_path: list[str] = []
 html_theme_options = {"navigation_with_keys": True}
-pygments_style = "sphinx"
-pygments_dark_style = "monokai"
 
 
 def _drop_builtin_type_docs(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
