@@ -34,6 +34,7 @@ extensions = [
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
+templates_path = ["_templates"]  # autosummary/class.rst: members inline, no second __init__
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store", "**/sg_execution_times.rst"]
 
 # MyST: the pages stay plain Markdown. Heading anchors let pages link to a section (page.md#4-findings).
@@ -45,6 +46,11 @@ napoleon_google_docstring = False
 napoleon_numpy_docstring = True
 napoleon_use_rtype = False
 autosummary_generate = True
+# Many parameter entries are one line, "name : description"; numpy-style parsing reads the description
+# as the type, and Sphinx then tries each of its words as a class name. A word that names two
+# attributes (``threads``: ReportConfig.threads and DraftTree.threads) is an ambiguous-reference
+# warning, not an error in the docs; the pages render the same either way.
+suppress_warnings = ["ref.python"]
 autodoc_typehints = "description"
 autodoc_member_order = "bysource"
 autodoc_default_options = {"show-inheritance": False}
