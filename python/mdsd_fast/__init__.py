@@ -33,7 +33,7 @@ engines
     or any registry verifier at each node).
 acceptance_bounds(p, q, n, scheme="iid", *, verifier=None) -> (low, high)
     rigorous bounds on alpha* (or a verifier's acceptance) from truncated top-k logs: the interval
-    holding every completion of the unseen mass (docs/intervals.md).
+    holding every completion of the unseen mass (docs/guide/intervals.md).
 audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=None) -> AuditResult
     a statistical audit of any verifier callable for losslessness (output law and acceptance
     tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
@@ -42,7 +42,7 @@ ISA
     which build of the C++ core this process runs: "avx2" (chosen where the CPU has it) or
     "baseline"; the environment variable MDSD_FAST_ISA=baseline|avx2|auto overrides (same bits).
 trees
-    draft trees for one target call (docs/trees.md): ``DraftTree`` (parent / token / draw arrays,
+    draft trees for one target call (docs/guide/trees.md): ``DraftTree`` (parent / token / draw arrays,
     SGLang and EAGLE layouts), drafting (K i.i.d. sequences, per-depth branching, static choice
     lists), top-down ``verify_tree``, and ``tree_value``: the exact expected accepted length and
     per-depth profile of a drafted tree for every registry verifier.

@@ -1,4 +1,4 @@
-"""Audit of transformers' real ``_speculative_sampling`` (docs/audit_transformers.md).
+"""Audit of transformers' real ``_speculative_sampling`` (docs/findings/third_party.md).
 
 Statistics: at each position the output event A = {y : law(y) > p(y)} is fixed from the exact law
 of the configuration under test before sampling, so ``freq(A) - p(A)`` estimates the TV of the

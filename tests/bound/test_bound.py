@@ -79,7 +79,7 @@ def test_independent_and_explicit_lp_vs_bruteforce(seed: int) -> None:
     assert 1 + p[H].sum() - q_of(law, H) == pytest.approx(bf, abs=1e-9)
 
 
-# docs/theory.md §10: (p, q, n) -> (OPT iid, OPT w/o, greedy)
+# docs/theory/examples.md §10: (p, q, n) -> (OPT iid, OPT w/o, greedy)
 WORKED = {
     "A": ([1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 6, 1 / 2], {2: (0.972222, 1.0, 1.0), 3: (1.0, 1.0, 1.0)}),
     "B": ([0.5, 0.3, 0.2], [0.2, 0.3, 0.5], {2: (0.86, 0.985714, 0.9), 3: (0.988, 1.0, 1.0)}),

@@ -1,4 +1,4 @@
-"""The exponential-race quadrature behind every full-vocabulary "wor" plan (cpp/include/mdsd/race/, docs/theory.md §14).
+"""The exponential-race quadrature behind every full-vocabulary "wor" plan (cpp/include/mdsd/race/, docs/theory/race_oracle.md §14).
 
 Each plan's loads are u_y * w_y with w_y = E[1{y in S} prod_{S minus y} h] computed by this
 quadrature, so its accuracy is the plan's: checked here against enumeration of the ordered draws

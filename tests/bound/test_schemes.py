@@ -153,7 +153,7 @@ def test_exact_law_equals_p(name: str, family: str) -> None:
 
 
 def test_published_verifiers_stay_below_optimal_under_mixed_drafts() -> None:
-    """On the worked example D (docs/theory.md §10), n = 3: rrs <= kseq-ish <= optimal = alpha*."""
+    """On the worked example D (docs/theory/examples.md §10), n = 3: rrs <= kseq-ish <= optimal = alpha*."""
     p = np.array([0.4, 0.3, 0.2, 0.1, 0.0])
     q = np.array([0.1, 0.2, 0.3, 0.2, 0.2])
     star = mf.optimal_acceptance(p, q, 3, "top1+iid")

@@ -1,4 +1,4 @@
-"""The chord scan of alpha*_wor (race/chord_scan.hpp, docs/theory.md §4.4.1) against references.
+"""The chord scan of alpha*_wor (race/chord_scan.hpp, docs/theory/sorted_prefix.md §4.4.1) against references.
 
 The race route of alpha*_wor integrates Q_wor only at the ends of runs of prefixes and at the split
 points its chord bounds (Q is q-convex along the ratio order) cannot rule out: tens of prefixes on an

@@ -3,7 +3,7 @@
 For uniform q on K tokens, Q(H) = C(|H|, n) / C(K, n) exactly, the ratio order is the order of p,
 and alpha*_wor = 1 + min_k [p(H_k) - C(k, n) / C(K, n)] over the prefixes H_k of ascending p
 (k = 0 included, so alpha* <= 1). The reference is computed in exact rational arithmetic. Tokens
-with q = 0 are never drafted and never belong to a useful H (docs/theory.md §4.2): the reference leaves them
+with q = 0 are never drafted and never belong to a useful H (docs/theory/sorted_prefix.md §4.2): the reference leaves them
 out, whatever their p.
 
 "Probe" rows isolate Q on one prefix: p_j = (1 - eps) d_j for the first k tokens and (1 + eps') d_j

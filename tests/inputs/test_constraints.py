@@ -6,7 +6,7 @@ Three checks of the rules, each able to fail on its own:
   ``generate()`` builds them), and engine "vllm" against the same warpers wherever the two
   engines define the same rule (everything but min-p together with top-p);
 * engines "vllm" and "sglang" against independent per-row references written here from the
-  engines' source (docs/constraints.md links the files), on random logits with ties and -inf;
+  engines' source (docs/guide/inputs.md links the files), on random logits with ties and -inf;
 * the documented differences between engines, on small hand-made rows where the answer is
   known exactly.
 
@@ -398,6 +398,6 @@ def test_errors_name_the_argument(kwargs: dict[str, Any], exc: type[Exception], 
 def test_the_docs_example_runs() -> None:
     from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[2] / "docs" / "constraints.md").read_text()
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guide" / "inputs.md").read_text()
     code = text.split("```python\n", 1)[1].split("```", 1)[0]
-    exec(compile(code, "docs/constraints.md", "exec"), {})
+    exec(compile(code, "docs/guide/inputs.md", "exec"), {})

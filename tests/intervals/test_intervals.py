@@ -78,7 +78,7 @@ def _disjoint(p: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, int
 )
 def test_low_is_attained_with_room(scheme, n):
     # With enough tokens logged in neither row the disjoint completion reaches low: exactly for
-    # i.i.d. drafts, within C(k, 2) / spread without replacement (the bucket, docs/intervals.md §2).
+    # i.i.d. drafts, within C(k, 2) / spread without replacement (the bucket, docs/guide/intervals.md §2).
     rng = np.random.default_rng(3)
     V = 400
     for _ in range(6):

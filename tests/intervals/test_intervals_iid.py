@@ -53,7 +53,7 @@ def logs(seed: int, B: int, V: int, kmin: int, kmax: int, ties: bool = True) -> 
 
 def brute_high(p: np.ndarray, q: np.ndarray, k: int, m: int) -> float:
     """min over all token sets H containing T (q's top m) of 1 + p_max(H) - Q_min(H), straight
-    from the definitions of docs/intervals.md §3 (one row, small V)."""
+    from the definitions of docs/guide/intervals.md §3 (one row, small V)."""
     V = p.size
     up, uq = max(0.0, 1 - p.sum()), max(0.0, 1 - q.sum())
     up, uq = (0.0 if up < 1e-12 else up), (0.0 if uq < 1e-12 else uq)

@@ -1,5 +1,5 @@
 """The bracket of the largest alpha*_iid over completions (python/mdsd_fast/_intervals_tight.py,
-docs/intervals.md §3.3): a witness completion below it, a certified bound above it.
+docs/guide/intervals.md §3.3): a witness completion below it, a certified bound above it.
 
 * The tangent bound alone (no other high given) is never below alpha* of any completion of a fine
   grid (V = 6, every split of each side's unseen mass in steps of u/10), and the witness is never
@@ -91,7 +91,7 @@ def test_bracket_holds_the_grid_maximum_and_closes(n: int) -> None:
 
 @pytest.mark.parametrize(("scheme", "n"), [("greedy", 2), ("top1+iid", 3)])
 def test_bracket_of_the_mixed_schemes(scheme: str, n: int) -> None:
-    """The top token of q drafted, the rest i.i.d. off it (docs/theory.md §5.2): the same bracket."""
+    """The top token of q drafted, the rest i.i.d. off it (docs/theory/greedy.md §5.2): the same bracket."""
     p, q = rows(31 + n, 8)
     witness, high = iv._bounds(p, q, n, scheme, 0, witnesses=True)[3], iv._bounds(p, q, n, scheme, 0)[1]
     for r in range(p.shape[0]):

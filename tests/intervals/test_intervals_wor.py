@@ -45,7 +45,7 @@ def wor_logs(
 
 def phantom_low(p: np.ndarray, q: np.ndarray, n: int, J: int) -> float:
     """alpha*_wor of the pair: p's unseen mass on a token q never drafts, q's on J equal phantoms
-    p never gives (the route before the bucket, docs/intervals.md §2), for one dense row."""
+    p never gives (the route before the bucket, docs/guide/intervals.md §2), for one dense row."""
     up, uq = 1 - p.sum(), 1 - q.sum()
     pt = np.concatenate([p, [up], np.zeros(J)])
     qt = np.concatenate([q, [0.0], np.full(J, uq / J)])
@@ -81,7 +81,7 @@ def test_bucket_is_the_limit_of_the_phantoms(n: int) -> None:
 
 
 def test_mixed_bucket_is_the_limit_of_the_phantoms() -> None:
-    # "top1+wor": T (q's top token) first, then the split pair's bucket (docs/theory.md §5.2).
+    # "top1+wor": T (q's top token) first, then the split pair's bucket (docs/theory/greedy.md §5.2).
     p, q = logs(9, 14, 60, 4, 12, ties=False)
     p, q = p[:-2], q[:-2]
     lo, _ = mf.acceptance_bounds(p, q, 3, "top1+wor")
@@ -122,7 +122,7 @@ def test_interval_contains_every_completion(n: int) -> None:
 
 def q_wor(w: np.ndarray, out: float, k: int) -> float:
     """Pr[k draws without replacement from weights (w, out) all land in w's tokens], by the sum
-    over ordered draws (docs/theory.md §4.4, first exit); independent of the core. Each draw's
+    over ordered draws (docs/theory/sorted_prefix.md §4.4, first exit); independent of the core. Each draw's
     denominator sums the weights still undrawn directly (total minus drawn cancels when the
     drawn tokens hold nearly all of it)."""
     if len(w) < k:
@@ -139,7 +139,7 @@ def q_wor(w: np.ndarray, out: float, k: int) -> float:
 def cut_wor(
     p: np.ndarray, q: np.ndarray, H: np.ndarray, k: int, T: np.ndarray | None = None, cap: bool = True
 ) -> float:
-    """1 + p_max(H) - Q_min(H) without replacement, straight from docs/intervals.md §3 and §3.5 (one
+    """1 + p_max(H) - Q_min(H) without replacement, straight from docs/guide/intervals.md §3 and §3.5 (one
     dense row): Q_min is Q of H's logged q plus the unseen q mass H must hold at the cap
     (``wor_capped.pieces``; one lump if not ``cap``), against the rest. With T (q's top m, a
     subset of H) Q is the k random draws' after T, on q off T."""
@@ -185,7 +185,7 @@ def test_mixed_high_is_the_minimum_over_every_h(n: int, m: int) -> None:
 def test_every_count_of_d_is_no_better_than_its_ends() -> None:
     # The kernel tries none or all of D (tokens logged in neither); here every count h_D is tried
     # with every set of logged tokens, on rows with 4-8 tokens in D: the minimum must be the same
-    # (docs/intervals.md §3.2 step 1, checked rather than proven beyond k = 2).
+    # (docs/guide/intervals.md §3.2 step 1, checked rather than proven beyond k = 2).
     rows = 0
     for n in (2, 3):
         p, q = wor_logs(90 + n, 10, 12, n, 4, n)

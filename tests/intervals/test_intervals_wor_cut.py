@@ -1,5 +1,5 @@
 """The cap-aware candidate search for drafts without replacement: ``intervals._cut`` ("wor") with q's
-forced mass as pieces at the cap t_q (docs/intervals.md §3, §3.5), the high of the rows beyond
+forced mass as pieces at the cap t_q (docs/guide/intervals.md §3, §3.5), the high of the rows beyond
 ``WOR_MAX_ROW_CELLS`` (top-1,000 logs) before the box search (tests/test_intervals_wor_box.py); here every
 row is forced through it (the limit set to 0) and the box search is off (its budget set to 0).
 
@@ -39,7 +39,7 @@ from mdsd_fast.intervals import wor as iw
 
 
 def lump_set_high(p_max: Any, w: Any, forced: Any, cap: Any, out: Any, k: int, threads: Any = None) -> Any:
-    """The candidate search before: the forced mass as one lump (docs/intervals.md §3)."""
+    """The candidate search before: the forced mass as one lump (docs/guide/intervals.md §3)."""
     return np.minimum(1.0, 1.0 + p_max - ends._q_min_wor(np.concatenate([w, forced[:, None]], axis=1), out, k))
 
 

@@ -115,7 +115,7 @@ def test_alpha_invariants(case: tuple[np.ndarray, np.ndarray, int]) -> None:
 @PROFILE
 @given(pairs(), st.integers(5, 12))
 def test_alpha_monotone_in_n(case: tuple[np.ndarray, np.ndarray, int], n_max: int) -> None:
-    """alpha*_iid and alpha*_wor are non-decreasing in n (docs/theory.md §3.3)."""
+    """alpha*_iid and alpha*_wor are non-decreasing in n (docs/theory/dual.md §3.3)."""
     p, q, _ = case
     for scheme in ("iid", "wor"):
         prev = 0.0
@@ -171,7 +171,7 @@ def test_batch_equals_rows(B: int, V: int, n: int, data: st.DataObject) -> None:
 @PROFILE
 @given(pairs(), st.randoms(use_true_random=False))
 def test_permutation_invariance(case: tuple[np.ndarray, np.ndarray, int], rnd) -> None:  # noqa: ANN001
-    """Relabelling tokens leaves alpha*_iid and alpha*_wor unchanged (docs/theory.md §9.11)."""
+    """Relabelling tokens leaves alpha*_iid and alpha*_wor unchanged (docs/theory/invariants.md §9.11)."""
     p, q, n = case
     perm = list(range(p.shape[0]))
     rnd.shuffle(perm)

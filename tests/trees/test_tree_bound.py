@@ -123,7 +123,7 @@ def _traversal_over_drafting(oracle, trees):
 
 def test_traversal_against_the_bound_on_small_trees():
     """Traversal is not per-node, so it may beat the bound; the bound may also beat it. Exact
-    numbers over drafting on small random trees (docs/trees_verification.md §5 reports them)."""
+    numbers over drafting on small random trees (docs/guide/trees_verification.md §5 reports them)."""
     wins = losses = 0
     for seed in range(6):
         oracle = toy_oracle(3, 80 + seed)

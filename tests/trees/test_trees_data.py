@@ -207,7 +207,7 @@ def test_shipped_trees_follow_the_contract(shipped) -> None:
         for i, (s, pv, qv) in enumerate(shipped.sparse_rows(t)):
             assert s.size <= 2 * shipped.info["kmax"] + len(kids[i])
             assert abs(pv.sum() + pt[i] - 1) < SUM_SLACK and abs(qv.sum() + qt[i] - 1) < SUM_SLACK
-    # the truncation the 32-token cap costs, as documented in docs/DATA.md
+    # the truncation the 32-token cap costs, as documented in docs/guide/data.md
     assert 0 < max_p < 0.9 and 0 < max_q < 0.9
 
 

@@ -7,7 +7,7 @@ system the draft with the highest random "level" wins, with the level pieces of 
 once per position so that its winning mass is p(y) (inner) or at most p(y) (outer).
 
 What is checked here:
-- small V (<= 8, n <= 4, random cases with zeros and ties, and docs/theory.md §10): the exact output law
+- small V (<= 8, n <= 4, random cases with zeros and ties, and docs/theory/examples.md §10): the exact output law
   (every tuple enumerated, the C++ law calculator that runs the same walk as the sampler) equals p
   within 1e-10, and the acceptance equals alpha*_iid within 1e-9 (both the enumerated one and the
   verifier's own accounting);
@@ -17,7 +17,7 @@ What is checked here:
   variant (rejections resampled from p) is rejected;
 - "wor" (the tight-set sweep, optimal_wor/exact_sweep.hpp), on supports small enough to enumerate: exact law within
   1e-10 and acceptance alpha*_wor within 1e-9 on 400 random cases (V <= 12, n = 2..4, zeros, ties,
-  p = q, many alpha* = 1 exact-matching cases), docs/theory.md §10 and the LP plan; 10^6 simulated outputs
+  p = q, many alpha* = 1 exact-matching cases), docs/theory/examples.md §10 and the LP plan; 10^6 simulated outputs
   pass a chi-square test (the biased variant fails); larger supports raise TooLargeError.
 """
 

@@ -1,4 +1,4 @@
-"""Verifiers: exact losslessness by enumeration, docs/theory.md §10 values, orderings, API and input rules.
+"""Verifiers: exact losslessness by enumeration, docs/theory/examples.md §10 values, orderings, API and input rules.
 
 The exact-law tests enumerate every draft tuple with its probability under the scheme (computed
 here, independently of the C++ draft samplers) and ask the C++ core for the verifier's exact
@@ -22,11 +22,11 @@ NAMES = ("sd", "rrs", "rrs-wor", "kseq", "spechub", "greedy", "topk", "optimal-l
 
 
 # ---------------------------------------------------------------------------------------------
-# Independent references (pure Python, literal transcriptions of docs/theory.md §8)
+# Independent references (pure Python, literal transcriptions of docs/theory/verifiers.md §8)
 
 
 def spechub_tuples(q: np.ndarray):
-    """SpecHub's ordered pair law (docs/theory.md §8.5): Q(i, a) = q(i), Q(a, i) = q(a) q(i) / (1 - q(a))."""
+    """SpecHub's ordered pair law (docs/theory/verifiers.md §8.5): Q(i, a) = q(i), Q(a, i) = q(a) q(i) / (1 - q(a))."""
     V = q.shape[0]
     a = min(range(V), key=lambda i: (-q[i], i))
     rest = math.fsum(q[i] for i in range(V) if i != a)
@@ -171,7 +171,7 @@ def test_law_check_has_power(name: str) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Reference values (docs/theory.md §10) and independent references
+# Reference values (docs/theory/examples.md §10) and independent references
 
 CASES = {
     "A": ([1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 6, 1 / 2]),
@@ -200,7 +200,7 @@ TABLE = {
 
 @pytest.mark.parametrize("key", sorted(TABLE))
 def test_theory_table(key: tuple[str, int]) -> None:
-    """Exact acceptance of every verifier equals docs/theory.md §10 to 1e-6 (the table's precision)."""
+    """Exact acceptance of every verifier equals docs/theory/examples.md §10 to 1e-6 (the table's precision)."""
     p, q = CASES[key[0]]
     n = key[1]
     sd, rrs, kseq, rho, opt_iid, rrs_wor, opt_wor, greedy = TABLE[key]
@@ -233,7 +233,7 @@ def test_theory_table(key: tuple[str, int]) -> None:
 
 def test_against_literal_references() -> None:
     """C++ exact routes (threshold form of the residuals, bisection via a ratio table) equal the
-    literal pseudocode of docs/theory.md on random cases, to 1e-11."""
+    literal pseudocode of docs/theory/index.md on random cases, to 1e-11."""
     rng = np.random.default_rng(77)
     worst = 0.0
     for _ in range(60):
@@ -263,7 +263,7 @@ def test_exact_matches_simulation_small() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# Orderings (docs/theory.md §9)
+# Orderings (docs/theory/invariants.md §9)
 
 
 def _ordering_cases():
@@ -459,7 +459,7 @@ def test_exact_refuses_costly_routes() -> None:
 
 def test_float32_and_identity() -> None:
     """float32 input is upcast; p = q gives acceptance 1 for every verifier with random drafts
-    (docs/theory.md §9.12); "topk" drafts the top 3 of 4 tokens, so it accepts p(top 3) = 0.9."""
+    (docs/theory/invariants.md §9.12); "topk" drafts the top 3 of 4 tokens, so it accepts p(top 3) = 0.9."""
     p = np.array([0.4, 0.3, 0.2, 0.1], dtype=np.float32)
     assert mf.acceptance("topk", p, p, 3) == pytest.approx(0.9, abs=1e-7)
     for name in NAMES:

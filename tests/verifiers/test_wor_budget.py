@@ -1,7 +1,7 @@
 """The work budget of the full-vocabulary without-replacement route, and the tables it reads.
 
 The route ("optimal" / "sweep" with scheme "wor" beyond the enumerable supports) climbs a ladder of
-orders until its plan reaches alpha*_wor or its work budget per row is spent (docs/theory.md §15).
+orders until its plan reaches alpha*_wor or its work budget per row is spent (docs/theory/wor_route.md §15).
 Checked here: the budget bounds the work (up to the pass that crosses it), every plan stays
 lossless and below the bound whatever the budget, an order that cannot end within what is left
 is not started, results do not depend on threads, a strict refusal says what ran out, and the

@@ -1,4 +1,4 @@
-"""A statistical audit of anyone's multi-draft verifier for losslessness (docs/audit.md).
+"""A statistical audit of anyone's multi-draft verifier for losslessness (docs/guide/audit.md).
 
 ``mdsd_fast.audit(verify, scheme="iid", n=2, ...)`` draws draft tuples from a named scheme (or
 the user's own drafter) on a suite of (p, q) cases chosen to expose the known failure families,

@@ -33,7 +33,7 @@ class CaseResult:
     pvalue_adjusted: float  #: Holm-adjusted over the audit's tests
     impossible: int  #: outputs on tokens with p = 0
     tv: float  #: plug-in TV distance of the binned output law from binned p
-    tv_ci: tuple[float, float]  #: 95% interval for that TV (bias bound + McDiarmid; docs/audit.md)
+    tv_ci: tuple[float, float]  #: 95% interval for that TV (bias bound + McDiarmid; docs/guide/audit.md)
     tv_detectable: float  #: smallest token-level TV this test detects with probability >= 0.9
     pooled_mass: float  #: p of the multi-token bins (token-level TV <= binned TV + this)
     acceptance: float  #: share of outputs that are one of the step's drafts

@@ -24,7 +24,7 @@ Verify = Callable[[NDArray[np.float64], NDArray[np.float64], NDArray[np.int64], 
 #: draft(q, n, rng) -> n token ids, a user's own drafter.
 Draft = Callable[[NDArray[np.float64], int, np.random.Generator], ArrayLike]
 
-#: Samples per case by default: a TV of about 0.02 from p is detected on the small cases (docs/audit.md).
+#: Samples per case by default: a TV of about 0.02 from p is detected on the small cases (docs/guide/audit.md).
 DEFAULT_SAMPLES = 20_000
 #: Family-wise false-alarm rate of a whole audit by default.
 DEFAULT_ALPHA = 1e-3

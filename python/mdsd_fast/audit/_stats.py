@@ -1,5 +1,5 @@
 """The audit's statistics: the binned goodness-of-fit test of the output law, its power, the TV
-interval, the acceptance tests and Holm's correction (docs/audit.md says why each is sound)."""
+interval, the acceptance tests and Holm's correction (docs/guide/audit.md says why each is sound)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def law_test(p: NDArray[np.float64], counts: NDArray[np.int64], level: float) ->
     stat = float(((observed - expected) ** 2 / expected).sum())
     df = bins.mass.size - 1
     pvalue = 0.0 if impossible else (chi2_sf(stat, df) if df > 0 else 1.0)
-    # Plug-in TV over the bins plus a p = 0 bin; interval: bias bound + McDiarmid (docs/audit.md).
+    # Plug-in TV over the bins plus a p = 0 bin; interval: bias bound + McDiarmid (docs/guide/audit.md).
     freq = np.append(observed, impossible) / samples
     tv = 0.5 * float(np.abs(freq - np.append(bins.mass, 0.0)).sum())
     bias = 0.5 * float(np.sqrt(freq * (1.0 - freq) / samples).sum())

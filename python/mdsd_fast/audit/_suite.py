@@ -22,7 +22,7 @@ class AuditCase:
     p: NDArray[np.float64]
     q: NDArray[np.float64]
     description: str = ""
-    #: which known failure family the case exposes (for the table and docs/audit.md)
+    #: which known failure family the case exposes (for the table and docs/guide/audit.md)
     families: tuple[str, ...] = field(default=())
 
     @property
@@ -113,7 +113,7 @@ def _llm_like(V: int, seed: int) -> tuple[NDArray[np.float64], NDArray[np.float6
 
 
 def builtin_cases(*, large: bool = True) -> list[AuditCase]:
-    """The built-in suite: each case aimed at a known failure family (docs/audit.md)."""
+    """The built-in suite: each case aimed at a known failure family (docs/guide/audit.md)."""
     g = np.random.default_rng(20260118)
     flat_p = _dist(1.0 + 0.3 * g.random(8))
     dir_p, dir_q = _dist(g.dirichlet(np.ones(6))), _dist(g.dirichlet(np.ones(6)))

@@ -1,6 +1,6 @@
 """alpha*: the best acceptance any lossless verifier reaches for a draft scheme.
 
-:func:`optimal_acceptance` computes it by the dual kernels of the C++ core (a sort, docs/theory.md §4)
+:func:`optimal_acceptance` computes it by the dual kernels of the C++ core (a sort, docs/theory/sorted_prefix.md §4)
 or by the flow LP over draft sets; :func:`solve_lp` solves that LP with HiGHS and returns its cut
 certificate and optimal flow.
 """

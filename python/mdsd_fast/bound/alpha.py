@@ -1,7 +1,7 @@
 """The optimal acceptance rate alpha*: ``optimal_acceptance``.
 
-alpha* comes from the fast dual (the sorted-prefix scan of the C++ core, docs/theory.md §4) or from
-the flow LP over draft sets solved with HiGHS (:func:`~mdsd_fast.bound.lp.solve_lp`, docs/theory.md §7).
+alpha* comes from the fast dual (the sorted-prefix scan of the C++ core, docs/theory/sorted_prefix.md §4) or from
+the flow LP over draft sets solved with HiGHS (:func:`~mdsd_fast.bound.lp.solve_lp`, docs/theory/lp.md §7).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def optimal_acceptance(
 ) -> Any:
     """Optimal acceptance rate alpha* of n drafts under a draft sampling scheme.
 
-    alpha* is the highest acceptance rate any lossless verifier can reach (docs/theory.md §3):
+    alpha* is the highest acceptance rate any lossless verifier can reach (docs/theory/dual.md §3):
     ``alpha* = 1 + min_H [p(H) - Pr[all drafts in H]]``.
 
     Parameters
@@ -111,7 +111,7 @@ def optimal_acceptance(
         "top<m>+wor" with 1 <= m < n (the m most probable tokens plus n - m tokens drawn from q
         renormalised over the rest, i.i.d. or without replacement; "greedy" is "top<n-1>+iid").
         For a mixed scheme alpha* = p(T) + alpha* of the random drafts against p with T merged
-        into one token that is never drafted (docs/theory.md §5.2).
+        into one token that is never drafted (docs/theory/greedy.md §5.2).
     method : "dual" (sorted-prefix scan / closed form, O(V log V)), "lp" (the flow LP over
         enumerated draft sets, solved by HiGHS: small V only), or "auto" (= "dual").
     return_certificate : also return H (sorted int64 token ids; a list of arrays for a batch)

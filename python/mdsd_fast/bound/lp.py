@@ -1,4 +1,4 @@
-"""The flow LP over draft sets, solved by HiGHS: ``solve_lp`` and its certificate (docs/theory.md §7).
+"""The flow LP over draft sets, solved by HiGHS: ``solve_lp`` and its certificate (docs/theory/lp.md §7).
 
 This module owns the HiGHS objects (``_highs()``: one silent, reusable instance per thread); the small
 LPs of the tree bound (:mod:`mdsd_fast.trees.bound`) and of the intervals' iid bracket
@@ -56,7 +56,7 @@ class SolverError(RuntimeError):
 
 @dataclass(frozen=True)
 class LPResult:
-    """Optimal solution of the flow LP over draft sets (docs/theory.md §7.2).
+    """Optimal solution of the flow LP over draft sets (docs/theory/lp.md §7.2).
 
     The accepted flow of draft set ``s`` is ``flows[set_ptr[s]:set_ptr[s+1]]``, the mass accepted on
     each of its tokens ``set_tokens[set_ptr[s]:set_ptr[s+1]]``; the set has probability

@@ -53,7 +53,7 @@ def add_audit_parser(sub: Any, parents: list[Parser]) -> None:
         "audit",
         parents=parents,
         help="audit a verifier callable module:function for losslessness",
-        description="Calls verify(p, q, drafts, rng) -> token on a built-in suite of cases (docs/audit.md), tests "
+        description="Calls verify(p, q, drafts, rng) -> token on a built-in suite of cases (docs/guide/audit.md), tests "
         "the output law against p and the acceptance against alpha*, prints a per-case table and a verdict. "
         "Exit code 0: lossless (no evidence of a bug), 1: not lossless, 2: usage error.",
     )

@@ -20,7 +20,7 @@ from ..limits import REPORT_MAX_N
 from ..report.gap import DEFAULT_VERIFIERS
 from .args import Parser, csv_of, debug_parent, finite_float, nonnegative_int, positive_float, positive_int, run
 
-# The worked examples of docs/theory.md §10 (p, q).
+# The worked examples of docs/theory/examples.md §10 (p, q).
 EXAMPLES: dict[str, tuple[list[float], list[float]]] = {
     "A": ([1 / 3, 1 / 3, 1 / 3], [1 / 3, 1 / 6, 1 / 2]),
     "B": ([0.5, 0.3, 0.2], [0.2, 0.3, 0.5]),
@@ -33,7 +33,7 @@ EXAMPLES: dict[str, tuple[list[float], list[float]]] = {
 
 def _demo(args: argparse.Namespace) -> int:
     schemes: tuple[Scheme, ...] = ("iid", "wor", "greedy")
-    print(f"mdsd_fast {__version__}: optimal acceptance alpha* on the worked examples (docs/theory.md §10)")
+    print(f"mdsd_fast {__version__}: optimal acceptance alpha* on the worked examples (docs/theory/examples.md §10)")
     print("Each value is computed by the sorted-prefix dual and checked against the HiGHS flow LP.\n")
     print("| case | n | " + " | ".join(f"alpha*_{s}" for s in schemes) + " | dual == LP |")
     print("|---|---|" + "---|" * len(schemes) + "---|")
@@ -88,7 +88,7 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         "--dataset",
         default=None,
         help="a dataset file, a directory of dataset shards (.npz), or a log directory (manifest.json + "
-        "Parquet shards, streamed in chunks: docs/logs.md); default: the shipped SmolLM2 data",
+        "Parquet shards, streamed in chunks: docs/guide/logs.md); default: the shipped SmolLM2 data",
     )
     src.add_argument(
         "--arrays",

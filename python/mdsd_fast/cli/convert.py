@@ -18,7 +18,7 @@ def add_convert_parser(sub: Any, parents: list[Any]) -> None:
         "convert",
         parents=parents,
         help="convert logs (OpenAI-style JSONL pairs, the flat dataset) into the sharded log format",
-        description="Writes a log directory (manifest.json + Parquet shards; docs/logs.md) that "
+        description="Writes a log directory (manifest.json + Parquet shards; docs/guide/logs.md) that "
         "`mdsd-fast report --dataset DIR` streams. Needs pyarrow (pip install 'mdsd_fast[logs]').",
     )
     kinds = cp.add_subparsers(dest="kind", metavar="{openai,dataset}", required=True, parser_class=type(cp))

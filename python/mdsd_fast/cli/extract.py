@@ -151,7 +151,7 @@ def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()
         "--model",
         type=_model_choice,
         help="rebuild the shipped data of this model into the package (or --out): smollm2-135m (the same as "
-        "--default-dataset) or gemma3-270m (a sparse sample, docs/DATA.md)",
+        "--default-dataset) or gemma3-270m (a sparse sample, docs/guide/data.md)",
     )
     ap.add_argument("--full", action="store_true", help="with --model: keep every row to 1 - 1e-6 (needs --out)")
     ap.add_argument("--target", help="local model directory, a .gguf file, 'smollm2' or 'gemma3-270m'")

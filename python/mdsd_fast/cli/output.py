@@ -26,7 +26,7 @@ def print_report(rep: Any, args: argparse.Namespace, cfg: Any, t0: float) -> int
     full_md = rep.markdown()
     findings = rep.findings_markdown()
     intervals = interval_markdown(rep.records)
-    if intervals:  # truncated log rows: alpha* is an interval there (docs/intervals.md)
+    if intervals:  # truncated log rows: alpha* is an interval there (docs/guide/intervals.md)
         full_md += "\n\nTruncated positions (top-k logs): mean interval ends\n\n" + intervals
         md += "\n\nTruncated positions (top-k logs): mean interval ends\n\n" + interval_markdown(
             rep.records, domain="all" if pooled else None

@@ -80,7 +80,7 @@ def _trees(args: argparse.Namespace) -> int:
         f"mdsd_fast {__version__} tree report: {m['trees']} drafted trees, {len(m['shapes'])} shapes ({m['seconds']} s)"
     )
     print("Exact expected tokens per target call given each drafted tree, mean over trees (95% Student-t CI);")
-    print("bound = the tree bound of per-node verifiers as [low, high] (docs/trees_report.md);")
+    print("bound = the tree bound of per-node verifiers as [low, high] (docs/guide/trees_report.md);")
     print("chain formula = (1 - a^(g+1)) / (1 - a) at the root's alpha (its error vs the exact value).")
     print("The values are exact for the rows conditioned on the stored supports; root acc. (uncut rows) = mean")
     print("interval holding the root's acceptance on the model's uncut rows (acceptance_bounds).\n")

@@ -6,7 +6,7 @@ the same prefix and at the same temperature. Several drafts can share a prefix (
 target distribution and the token list are then stored once for all of them.
 
 The on-disk format (``.npz`` with LZMA-compressed members, readable with ``numpy.load`` alone; see
-docs/DATA.md) stores per context only the tokens that carry the mass of ``p`` or of any ``q`` of
+docs/guide/data.md) stores per context only the tokens that carry the mass of ``p`` or of any ``q`` of
 that context: for each distribution the smallest set of most probable tokens holding at least
 ``1 - 1e-6`` of its mass, and the union of those sets. The mass left out (the *truncation*) is
 recorded per distribution and is at most 1e-6. Token ids are stored as uint16 gaps. Probabilities

@@ -41,7 +41,7 @@ class DatasetBuilder:
 
     ``max_tokens`` makes a sparse sample: each distribution keeps at most that many of its most
     probable tokens, so its recorded truncation may exceed ``tau`` (a context still stores the
-    union over its distributions). Used where a full row cannot ship (V = 262,144, docs/DATA.md).
+    union over its distributions). Used where a full row cannot ship (V = 262,144, docs/guide/data.md).
     """
 
     def __init__(

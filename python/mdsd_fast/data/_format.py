@@ -5,7 +5,7 @@
 turns any damage into a ValueError naming the file. Values are stored in fixed point (integer
 multiples of ``2**-e``, ``e`` per distribution, as byte planes the compressor likes) or as
 float32 / float64; token ids as uint16 gaps when ``V <= 65,536``. The members are listed in
-docs/DATA.md; ``mdsd_fast.trees.data`` stores its trees with the same value encoding.
+docs/guide/data.md; ``mdsd_fast.trees.data`` stores its trees with the same value encoding.
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ def load_dataset(path: str | os.PathLike[str] | None = None, *, model: str | Non
     """Load a stored dataset; ``None`` loads the one shipped with the package: ``model`` =
     ``"smollm2-135m"`` (the default: SmolLM2-135M-Instruct, layer-skip and bigram drafts,
     V = 49,152) or ``"gemma3-270m"`` (Gemma-3-270M, V = 262,144, a sparse sample with its
-    truncation recorded per row); docs/DATA.md."""
+    truncation recorded per row); docs/guide/data.md."""
     if path is not None and model is not None:
         raise ValueError("load_dataset: give a path or a model, not both")
     if path is None:

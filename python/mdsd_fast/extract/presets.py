@@ -87,7 +87,7 @@ PRESETS: dict[str, ModelPreset] = {
         package=f"{GEMMA3_PACKAGE}==1.0.0",
         gguf=gemma3_gguf_path,
         # a mild and a strong self-speculative draft of the 18 layers, chosen from 4 candidate sets
-        # (docs/gemma.md: sum min(p, q) of each; skipping the global-attention layer 11 costs more)
+        # (docs/findings/gemma.md: sum min(p, q) of each; skipping the global-attention layer 11 costs more)
         drafts={"skip1": (8,), "skip4": (4, 8, 12, 15)},
         # 1,024 tokens per distribution: the sample is 874 kB, inside the 25 MB of all shipped data
         max_tokens=1024,

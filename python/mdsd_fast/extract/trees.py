@@ -1,15 +1,15 @@
 """Grow real draft trees from a language model (torch and transformers only here).
 
-At a context position of the flat dataset (docs/DATA.md: same prompts, temperatures, target
+At a context position of the flat dataset (docs/guide/data.md: same prompts, temperatures, target
 continuations and recorded positions), the DRAFT grows a tree one depth at a time: the children
 of a node are drawn by the shape's scheme from q at that node (the draft's distribution given the
 context plus the path). Then the TARGET is evaluated at every node in one forward over the context
 followed by the tree's tokens with a tree attention mask (each tree token attends to the context
 and its own ancestors, at position ``len(context) - 1 + depth``), and p and q of every node are
-recorded in the contract of docs/trees_verification.md §1. The drafts' q at the nodes expanded
+recorded in the contract of docs/guide/trees_verification.md §1. The drafts' q at the nodes expanded
 are the rows the children were drawn from; q at the leaves comes from one more draft forward.
 
-The shapes (:data:`SHAPES`) are the ones engines use; docs/DATA.md "Draft trees" lists them.
+The shapes (:data:`SHAPES`) are the ones engines use; docs/guide/data.md "Draft trees" lists them.
 """
 
 from __future__ import annotations
@@ -224,7 +224,7 @@ SAMPLE = TreeRun((8,), 32, 1e-4)
 FULL = TreeRun(None, 4096, 1e-6)
 #: the shipped sample per model. Gemma's trees fit the ~280 kB the 25 MB data budget leaves: the two
 #: layer-skip drafts (the bigram's trees accept ~0.1 tokens) and <= 10 tokens per distribution
-#: (docs/gemma.md "Draft trees": the sizes of the other choices and what the cut costs)
+#: (docs/findings/gemma.md "Draft trees": the sizes of the other choices and what the cut costs)
 SAMPLES: dict[str, TreeRun] = {"smollm2-135m": SAMPLE, "gemma3-270m": TreeRun((8,), 10, 1e-4, ("skip1", "skip4"))}
 
 

@@ -4,7 +4,7 @@ Serving engines do not sample from ``softmax(logits)``: they divide by a tempera
 tail with top-k, top-p (nucleus) and min-p first, each engine in its own order and with its own
 tie rules. :class:`Logits` holds logits together with those settings and the engine whose rules
 apply; every public function of the package that takes ``p`` or ``q`` accepts a ``Logits`` in
-their place and works on the distribution it stands for. docs/constraints.md gives the rules,
+their place and works on the distribution it stands for. docs/guide/inputs.md gives the rules,
 the engine source they come from and every difference between the engines.
 
 Rules, computed in float64 whatever the input precision (z = logits / temperature):

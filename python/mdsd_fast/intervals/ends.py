@@ -3,7 +3,7 @@
 A row's log fixes its unseen mass and the cap no unseen token exceeds; :func:`completions` lists
 completions that place that mass (each a real pair of distributions), the low end is the best alpha*
 among them (``_low``) and the high end the smallest cut bound over candidate token sets H
-(``_high``, ``_cut``), each valid for every completion (docs/intervals.md).
+(``_high``, ``_cut``), each valid for every completion (docs/guide/intervals.md).
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def _top(q: _Log, m: int) -> _B:
 
 def _low(p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, threads: int | None = None) -> _F:
     """alpha* of the pessimistic pair: p's unseen mass on a phantom never drafted, q's on phantoms
-    p never gives, each below the m-th logged q value so the top m stays T (docs/intervals.md §2).
+    p never gives, each below the m-th logged q value so the top m stays T (docs/guide/intervals.md §2).
 
     i.i.d. drafts: one phantom of mass u. Without replacement, the worst completion splits q's
     unseen mass ever finer: its limit, a Poisson bucket in every H (``wor.wor_low``)."""
@@ -207,7 +207,7 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool, thr
     w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
     w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
     # q's unseen mass that must fall inside H, at the cap t_q: the exact smallest Q over completions
-    # (docs/intervals.md §3.5). Up to one cap it is one token, §3's lump, here one alpha*_wor call;
+    # (docs/guide/intervals.md §3.5). Up to one cap it is one token, §3's lump, here one alpha*_wor call;
     # beyond, the pieces by the kernel of the rows it covers (its prefix scan costs more than that)
     forced = np.maximum(0.0, q.u - out_room)
     many = forced > q.t
@@ -233,7 +233,7 @@ def _certs(pc: _F, qc: _F, n: int, scheme: str, T: _B, threads: int | None = Non
 def _high(
     p: _Log, q: _Log, n: int, scheme: str, m: int, T: _B, steps: int, threads: int | None = None
 ) -> tuple[_F, _F, _F, NDArray[np.int64]]:
-    """min over candidate certificates of their largest cut value (docs/intervals.md §3), the
+    """min over candidate certificates of their largest cut value (docs/guide/intervals.md §3), the
     largest and smallest alpha* among the completions visited (witnesses: the true extremes lie
     between them and the bounds), and the best candidate's coordinates in §3.2's family
     (``family_start``; for "wor", the box search's start).

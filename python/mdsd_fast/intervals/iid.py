@@ -1,6 +1,6 @@
 """The fast route of ``acceptance_bounds`` for i.i.d. random drafts ("iid", "greedy", "top<m>+iid").
 
-Two pieces (docs/intervals.md §3.1, §7):
+Two pieces (docs/guide/intervals.md §3.1, §7):
 
 * ``union_logs``: a batch of logged rows on each row's *union support* (the tokens logged in p or
   in q, ascending ids, zero-padded to the longest row); the tokens logged in neither are only
@@ -70,7 +70,7 @@ def p_max_of(p_in: Any, p_unseen_in: Any, pu: Any, pt: Any) -> Any:
 
 
 def cut_value(p_in: Any, p_unseen_in: Any, q_in: Any, q_unseen_out: Any, qT: Any, caps: tuple[Any, ...], k: int) -> _F:
-    """``1 + p_max(H) - Q_min(H)`` for i.i.d. random drafts from the sums of H (docs/intervals.md §3):
+    """``1 + p_max(H) - Q_min(H)`` for i.i.d. random drafts from the sums of H (docs/guide/intervals.md §3):
     its logged p mass, its p-unseen tokens, its logged q mass outside T, the q-unseen tokens outside
     it, q(T), and the rows' caps (u_p, t_p, u_q, t_q). Arrays broadcast (``iid_high`` passes grids)."""
     pu, pt, qu, qt = caps

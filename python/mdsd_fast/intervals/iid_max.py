@@ -1,5 +1,5 @@
 """The largest α*_iid over the completions of truncated logs, bracketed: a witness completion
-below it and a certified bound above it (docs/intervals.md §3.3).
+below it and a certified bound above it (docs/guide/intervals.md §3.3).
 
 α*_iid = 1 + min_H [p(H) − q(H)^n] is jointly concave in (p, q) (each cut is linear in p and
 concave in q), and the completions form a polytope X. Two facts make the maximum over X small and
@@ -99,7 +99,7 @@ def _tangent(
     """The tangent c + gp · xp' + gq · xq' of the cut H ∪ T at a completion: above the cut everywhere.
 
     The cut of a scheme drafting the top tokens T of q, then k i.i.d. from q renormalised off T
-    (docs/theory.md §5.2; T empty for "iid"): 1 + p(H ∪ T) − (q(H ∖ T) / (1 − q(T)))^k. T's q is
+    (docs/theory/greedy.md §5.2; T empty for "iid"): 1 + p(H ∪ T) − (q(H ∖ T) / (1 − q(T)))^k. T's q is
     logged (``intervals._top``), so 1 − q(T) is the same on every completion."""
     inH = T.copy()
     inH[H] = True
@@ -157,7 +157,7 @@ def _mixture_bound(cuts: list[tuple[float, _F, _F]], lam: _F, pcap: _F, qcap: _F
 
 def _alpha(P: _F, Q: _F, k: int, T: NDArray[np.bool_], threads: int | None) -> tuple[_F, list[_I]]:
     """α* of lump rows and their certificates (T left out). With T (the top tokens of q, drafted
-    first) through the split pair of docs/theory.md §5.2, p(T) + α*_iid(p, q off T renormalised; k):
+    first) through the split pair of docs/theory/greedy.md §5.2, p(T) + α*_iid(p, q off T renormalised; k):
     the mixed scheme on the lump row itself would take the lump for a top token once the unlogged
     mass outweighs the logged one, which no even completion does."""
     if not T.any():
@@ -180,7 +180,7 @@ def iid_max(
     m: int = 0,
 ) -> Bracket:
     """The bracket of max over completions of α* per row of union-layout logs
-    (docs/intervals.md §3.3): a witness completion and its α*, and the smaller of ``high`` (any
+    (docs/guide/intervals.md §3.3): a witness completion and its α*, and the smaller of ``high`` (any
     valid bound) and the certified bound of the tangents. A row stops once the two are within
     ``TIGHT_GAP``, or after ``steps``. For a scheme that drafts the top ``m`` tokens of q first and
     the rest i.i.d. ("greedy", "top<m>+iid"), T is their mask on the union layout."""

@@ -57,7 +57,7 @@ def check_logged_mass(name: str, mass: _F) -> None:
 
 
 def unseen_mass(name: str, mass: _F, t: _F, unlogged: _I, complete_tol: float) -> _F:
-    """The unseen mass 1 - mass per row (0 when complete up to rounding, docs/intervals.md §5), after
+    """The unseen mass 1 - mass per row (0 when complete up to rounding, docs/guide/intervals.md §5), after
     checking that the row's ``unlogged`` tokens, each at most ``t``, can hold it."""
     u = 1.0 - mass
     u[u < complete_tol] = 0.0

@@ -4,12 +4,12 @@ Both ends run in the C++ core on each row's union support (``iid.union``), one r
 a time, so no row's result depends on the others, on the padding or on the chunking:
 
 * ``wor_low``: q's unseen mass as a Poisson bucket of its mass that is in every H (the limit of
-  infinitely many phantoms, docs/intervals.md §2), instead of J = 32,768 phantom columns and the
+  infinitely many phantoms, docs/guide/intervals.md §2), instead of J = 32,768 phantom columns and the
   C(k, 2) / J their split could cost. Rows with no unseen q mass need no bucket: alpha* of the
   pair with p's unseen mass on one never-drafted phantom, as for i.i.d. drafts.
 * ``wor_high``: the smallest cut bound over §3.2's structured sets H (holding T for "top<m>+wor"),
   instead of the certificates of a candidate search, with the q mass forced into H at the cap in at
-  most ``WOR_HIGH_PIECES`` pieces (docs/intervals.md §3.5; 1 is §3's single lump).
+  most ``WOR_HIGH_PIECES`` pieces (docs/guide/intervals.md §3.5; 1 is §3's single lump).
 * ``wor_set_high``: the same cap-aware cut bound of one given set H per row, for the candidate
   search of the rows beyond ``WOR_MAX_ROW_CELLS`` (``intervals._cut``), by the same kernel.
 * ``wor_box_high``: on those rows, a descent inside §3.2's family from the candidate search's best
@@ -45,7 +45,7 @@ WOR_BOX_BUDGET = 1 << 12
 
 def wor_low(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -> _F:
     """alpha* of the pessimistic pair (p's unseen mass never drafted, q's a bucket in every H)
-    for ``n - m`` draws without replacement after the top ``m`` tokens T of q (docs/theory.md
+    for ``n - m`` draws without replacement after the top ``m`` tokens T of q (docs/theory/index.md
     §5.2: alpha*_mixed = p(T) + alpha* of the split pair; the split's renormalisation off T
     is not needed, the race is invariant to the scale of the weights)."""
     B = p.x.shape[0]
@@ -82,7 +82,7 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
     """min over every H holding T of ``1 + p_max(H) - Q_min(H)`` for n - m draws without
     replacement after the top m tokens T of q, on the union layout (``p.hidden``: the tokens logged
     in neither). T's columns are zeroed and enter as p(T) and its p-unseen count; Q is the random
-    part's, on q off T (docs/intervals.md §3.2), with the forced q mass at the cap (§3.5)."""
+    part's, on q off T (docs/guide/intervals.md §3.2), with the forced q mass at the cap (§3.5)."""
     return np.asarray(
         _core.wor_cut_min(*_family_args(p, q, T, n, m), pieces=WOR_HIGH_PIECES, threads=check_threads(threads)),
         dtype=np.float64,
@@ -128,7 +128,7 @@ def wor_box_high(
     hold_a: bool = False,
 ) -> tuple[_F, NDArray[np.int64], _B]:
     """(high, work, whole) per row: the smallest cut bound of ``wor_high``'s family over the sets a
-    descent from ``start`` (``family_start``) visits within ``budget`` (docs/intervals.md §3.2), each
+    descent from ``start`` (``family_start``) visits within ``budget`` (docs/guide/intervals.md §3.2), each
     a valid bound; ``whole``: a box covered the family, so high is ``wor_high``'s. ``budget``:
     ``WOR_BOX_BUDGET`` if None. ``hold_a`` keeps the A prefix at the start's (the tests' negative
     control)."""
@@ -144,7 +144,7 @@ def wor_box_high(
 
 
 def wor_set_high(p_max: _F, w: _F, forced: _F, cap: _F, out: _F, k: int, threads: int | None = None) -> _F:
-    """``min(1, 1 + p_max - Q_cap(H))`` of one set H per row (docs/intervals.md §3.5): Q of k draws
+    """``min(1, 1 + p_max - Q_cap(H))`` of one set H per row (docs/guide/intervals.md §3.5): Q of k draws
     without replacement from H's logged q weights ``w`` (B, L; 0 = no token) and the ``forced`` mass
     as pieces at the ``cap`` t_q, against the ``out`` total off H.
 

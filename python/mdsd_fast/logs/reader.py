@@ -1,6 +1,6 @@
 """Sharded logs of sparse (top-k) next-token distributions: the writer, the manifest and a chunked reader.
 
-A log is a directory: ``manifest.json`` and Parquet shards ``shard-00000.parquet``, ... (docs/logs.md).
+A log is a directory: ``manifest.json`` and Parquet shards ``shard-00000.parquet``, ... (docs/guide/logs.md).
 Each row is one position scored by a target model p and a draft q: the token ids and probabilities
 of each side on its logged support, whether that side is *complete* (the logged entries are the
 whole distribution) or *truncated* (a top-k log: the unseen mass is 1 - the logged mass), and the

@@ -1,4 +1,4 @@
-"""Writing a sharded log (docs/logs.md): the format's constants and Parquet schema, and :class:`LogWriter`.
+"""Writing a sharded log (docs/guide/logs.md): the format's constants and Parquet schema, and :class:`LogWriter`.
 
 Read logs with :mod:`mdsd_fast.logs` (which re-exports ``LogWriter``). Needs pyarrow (the ``logs`` extra).
 """

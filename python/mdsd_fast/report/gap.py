@@ -199,6 +199,8 @@ def gap_report(
 ) -> GapReport:
     """Run the gap report and return it (records, findings, metadata).
 
+    Parameters
+    ----------
     dataset : None (the shipped SmolLM2 dataset), a dataset file, a directory of dataset shard
         files (``*.npz``), a list of files, or a ``(p, q)`` pair of (B, V) arrays of your own.
     config : what to compute (schemes, n values, verifiers, temperatures, exact/simulated, seed).
@@ -206,7 +208,8 @@ def gap_report(
     resume : reuse the shards in ``out_dir`` computed on the same data (content hash), config and
         code; the others are recomputed. One line on stderr says how many groups were reused and
         why the rest were not; ``metadata["units_reused"]`` records the count.
-    workers : local processes; scheduler : a Dask scheduler address (``tcp://host:port``).
+    workers : local processes.
+    scheduler : a Dask scheduler address (``tcp://host:port``).
     progress : None (auto: a bar on a terminal, one plain stderr line per finished group
         otherwise), True (the bar), False (silent).
     """

@@ -127,7 +127,7 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     if cfg.bounds and cut and "max_tokens" in ds.info:
         for s, n in cfg.pairs():
             if s in ("iid", "wor") and n >= 2:
-                # what the cut can do: alpha* of the uncut rows lies in [low, high] (docs/gemma.md)
+                # what the cut can do: alpha* of the uncut rows lies in [low, high] (docs/findings/gemma.md)
                 arrays[f"bounds/{s}/{n}/low"], arrays[f"bounds/{s}/{n}/high"] = sample_bounds(
                     ds, n, s, threads=cfg.threads
                 )

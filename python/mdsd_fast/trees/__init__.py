@@ -1,6 +1,6 @@
 """Draft trees: one target call verifies a tree of drafts.
 
-- ``DraftTree`` (tree.py): the arrays of the contract (docs/trees.md), engines' layouts.
+- ``DraftTree`` (tree.py): the arrays of the contract (docs/guide/trees.md), engines' layouts.
 - drafting (draft.py): ``draft_kseq`` (K i.i.d. sequences), ``draft_branching`` (per-depth
   widths, any scheme), ``draft_static`` (EAGLE choice lists); ``enumerate_*`` for exact
   expectations on tiny cases.
@@ -9,11 +9,11 @@
   per-depth profile of drafted trees), ``expected_value`` (exact over drafting, by enumeration),
   ``simulated_value`` (over drafting, with a standard error).
 - block verification of chains, traversal verification of trees and the tree bound of per-node
-  verifiers, on the raw contract arrays (docs/trees_verification.md); real trees grown from
-  SmolLM2-135M (``load_trees``, docs/DATA.md).
+  verifiers, on the raw contract arrays (docs/guide/trees_verification.md); real trees grown from
+  SmolLM2-135M (``load_trees``, docs/guide/data.md).
 - "block" and "traversal" are ``tree_value`` names too (registered.py); ``drafted_bound`` brackets the
   tree bound at a drafted tree's root context; ``tree_report`` (``mdsd-fast trees``) values every
-  verifier on a tree file (docs/trees_report.md).
+  verifier on a tree file (docs/guide/trees_report.md).
 """
 
 from __future__ import annotations

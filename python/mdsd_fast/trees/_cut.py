@@ -1,4 +1,4 @@
-"""What the cut supports of a tree file can do to the root's acceptance (docs/trees_report.md §2).
+"""What the cut supports of a tree file can do to the root's acceptance (docs/guide/trees_report.md §2).
 
 A shipped tree stores, per node, each distribution's own most probable tokens (until 1 - mass_cut of
 its mass, at most kmax) and their union, so its exact values belong to the rows conditioned on that
@@ -23,7 +23,7 @@ from .data import TreeDataset, _mass_prefix
 
 __all__ = ["root_intervals"]
 
-#: the encoding's L1 error per stored row (docs/DATA.md): a prefix found on the stored values with a
+#: the encoding's L1 error per stored row (docs/guide/data.md): a prefix found on the stored values with a
 #: threshold lowered by twice that never goes past the model's own prefix
 _SLACK = 2e-6
 

@@ -1,7 +1,7 @@
-"""Validation of the raw draft-tree arrays (the shared contract of docs/trees.md) and the per-step draft law.
+"""Validation of the raw draft-tree arrays (the shared contract of docs/guide/trees.md) and the per-step draft law.
 
 A drafted tree for one target call is ``parent, token, p, q, draw_ptr, draw_child, scheme``
-(docs/trees_verification.md §1). ``check_tree`` turns them into validated arrays; ``step_law``
+(docs/guide/trees_verification.md §1). ``check_tree`` turns them into validated arrays; ``step_law``
 gives the law the j-th entry of a node's draft tuple was drawn from, given the entries before it,
 which is what a sequential verifier (block, traversal) needs to stay lossless.
 """

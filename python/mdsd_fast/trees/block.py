@@ -7,7 +7,7 @@ weight w_i = min(1, w_{i-1} p_{i-1}(x_i) / q_{i-1}(x_i)) (w_0 = 1) and accepts t
 whose independent test passes: tau = max{i : eta_i <= h_i}, h_gamma = w_gamma,
 h_i = r_i / s_i with r_i = sum_x (w_i p_i(x) - q_i(x))^+ and s_i = sum_x (q_i(x) - w_i p_i(x))^+.
 The final token is drawn from p_gamma if tau = gamma, else from the residual (w_tau p_tau - q_tau)^+.
-Invariant (docs/trees_verification.md §2): Pr(tau >= i | x_1..x_i) = w_i, so the expected accepted
+Invariant (docs/guide/trees_verification.md §2): Pr(tau >= i | x_1..x_i) = w_i, so the expected accepted
 length over drafting is sum_i E[w_i], never below token level's sum_i E[prod_j min(1, p/q)].
 """
 

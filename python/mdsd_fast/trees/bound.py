@@ -1,5 +1,5 @@
 """The tree bound: the best expected accepted length of any lossless per-node verifier of a
-drafted-tree law (docs/trees_verification.md §4).
+drafted-tree law (docs/guide/trees_verification.md §4).
 
 A per-node verifier maps node i's draft tuple t to an output y with law pi_i(. | t), lossless on
 average over t, and continues at the child holding y. Its expected accepted length is

@@ -1,4 +1,4 @@
-"""What the tree bound says about one drafted tree: a rigorous interval (docs/trees_report.md §3).
+"""What the tree bound says about one drafted tree: a rigorous interval (docs/guide/trees_report.md §3).
 
 The tree bound (``bound.tree_bound``) belongs to a drafting LAW: at node i it is
 B(i) = max over the node's polymatroid of sum_y a(y) (1 + W(y)), where W(y) is the bound of the

@@ -206,7 +206,7 @@ class TreeDatasetBuilder:
     def _settle_ranked(self, arrays: dict[str, Any], offs: NDArray[np.int64], cut: list[list[_Cut]]) -> None:
         """A "topk" node whose drafted set is not the top of its *stored* q (near-ties that the
         fixed-point rows order differently from the model's precision) is written as "static": the
-        same deterministic-set rule, without the claim that the set is q's top (docs/DATA.md)."""
+        same deterministic-set rule, without the claim that the set is q's top (docs/guide/data.md)."""
         q = _fixed_decode(arrays["q_planes"], arrays["q_exp"].astype(np.int64), offs)
         names = [str(x) for x in arrays["scheme_names"].tolist()]
         scheme = arrays["scheme"].astype(np.int64)

@@ -1,8 +1,8 @@
 """Real draft trees: the stored format and the loader (NumPy only; the writer is :mod:`.builder`).
 
-A file holds drafted trees in the contract of docs/trees_verification.md §1 (parent, token, p, q,
+A file holds drafted trees in the contract of docs/guide/trees_verification.md §1 (parent, token, p, q,
 draw_ptr, draw_child, scheme), grown from a real model by ``mdsd-fast extract-trees``
-(:mod:`mdsd_fast.extract.trees`, docs/DATA.md "Draft trees"). A 49k-token row per node is too large to
+(:mod:`mdsd_fast.extract.trees`, docs/guide/data.md "Draft trees"). A 49k-token row per node is too large to
 ship, so each node keeps a sparse support: for p and for q, the most probable tokens up to
 ``1 - mass_cut`` of the mass but at most ``kmax`` of them, their union, plus the node's drafted
 child tokens (a drafted token always has its q). p and q are stored on that union in the fixed-point

@@ -6,7 +6,7 @@ given the drafted tree; tokens per call = accepted + 1) and the trees of a shape
 95 % Student-t interval from the between-tree spread. Beside them: the tree bound as an interval
 (``drafted_bound``; verifier "bound"), the per-depth profile P(accepted >= d), and the chain formula
 (1 - a^(g+1)) / (1 - a) at the root's per-position acceptance a with its error against the exact
-value. docs/trees_report.md describes the columns and what is proven.
+value. docs/guide/trees_report.md describes the columns and what is proven.
 """
 
 from __future__ import annotations

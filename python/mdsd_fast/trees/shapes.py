@@ -1,7 +1,7 @@
 """The tree shapes engines use (how each is drafted), and the chain formula.
 
 :data:`SHAPES` are the drafting laws of the shipped tree samples (``mdsd-fast extract-trees`` grows
-them from a real model; docs/DATA.md "Draft trees" lists them); the tree report reads them for the
+them from a real model; docs/guide/data.md "Draft trees" lists them); the tree report reads them for the
 tree bound. :func:`expected_tokens` is the expected tokens per target call of a chain at a
 per-position acceptance, the formula the gap report and the tree report compare against.
 """
@@ -18,7 +18,7 @@ __all__ = ["SHAPES", "TreeShape", "expected_tokens"]
 
 
 #: EAGLE's ``mc_sim_7b_63`` choice list (rank paths of the children kept), truncated to depth 4:
-#: its first 23 of 25 paths, as in SafeAILab/EAGLE eagle/model/choices.py (docs/DATA.md)
+#: its first 23 of 25 paths, as in SafeAILab/EAGLE eagle/model/choices.py (docs/guide/data.md)
 EAGLE_MC_SIM_7B_63_D4: tuple[tuple[int, ...], ...] = (
     (0,), (1,), (2,), (3,), (0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (2, 0), (2, 1), (3, 0),
     (0, 0, 0), (0, 0, 1), (0, 0, 2), (0, 1, 0), (0, 1, 1), (0, 2, 0), (0, 2, 1), (1, 0, 0),

@@ -11,7 +11,7 @@ After the last entry node i itself is accepted with probability w and emits its 
 
 On a chain this is block verification exactly. Lossless: averaged over the drafting of the
 subtree, node i is accepted with probability w and the emitted continuation has the target's law
-(docs/trees_verification.md §3). The exact value given the drafted tree follows the same recursion
+(docs/guide/trees_verification.md §3). The exact value given the drafted tree follows the same recursion
 with the accept probabilities in place of the coin flips.
 """
 
@@ -157,6 +157,6 @@ def traversal_verify(
     results: list[tuple[tuple[int, ...], int]] = []
     for _ in range(samples):
         out = _sample(plans, 0, gen)
-        assert out is not None  # the root's final weight is 1 (docs/trees_verification.md §3)
+        assert out is not None  # the root's final weight is 1 (docs/guide/trees_verification.md §3)
         results.append((tuple(out[:-1]), -1 - out[-1]))
     return results

@@ -1,4 +1,4 @@
-"""The drafted tree of one target call, as arrays (the contract of docs/trees.md).
+"""The drafted tree of one target call, as arrays (the contract of docs/guide/trees.md).
 
 Node 0 is the root (the last verified position, no token); ``parent[i] < i`` keeps the nodes in
 topological order, so every pass over the tree is one loop over node ids. Node i's draft tuple is

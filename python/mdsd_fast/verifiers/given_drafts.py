@@ -23,7 +23,7 @@ from .table import lookup
 __all__ = ["verify"]
 
 #: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct*.hpp;
-#: "optimal" with its default i.i.d. scheme: shadow_verify.hpp, docs/theory.md §12.6).
+#: "optimal" with its default i.i.d. scheme: shadow_verify.hpp, docs/theory/level_race.md §12.6).
 _DIRECT = ("sd", "rrs", "rrs-wor", "kseq", "optimal")
 
 

@@ -52,7 +52,7 @@ class Verifier(VerifierFacts):
 
 
 class SpeculativeSampling(Verifier):
-    """``sd``: single-draft speculative sampling (docs/theory.md §8.1).
+    """``sd``: single-draft speculative sampling (docs/theory/verifiers.md §8.1).
 
     Scheme: one draft X ~ q (n = 1). Accept X with probability min(1, p(X)/q(X)); otherwise output
     Y ~ norm((p - q)_+). Acceptance sum_x min(p(x), q(x)) = 1 - TV(p, q), optimal for n = 1.
@@ -67,7 +67,7 @@ class SpeculativeSampling(Verifier):
 
 
 class RecursiveRejection(Verifier):
-    """``rrs``: recursive rejection sampling with replacement (docs/theory.md §8.2).
+    """``rrs``: recursive rejection sampling with replacement (docs/theory/verifiers.md §8.2).
 
     Scheme: n i.i.d. drafts from q. With p_1 = p, for i = 1..n accept X_i with probability
     min(1, p_i(X_i)/q(X_i)), else move to p_{i+1} = norm((p_i - q)_+); if every draft is
@@ -83,7 +83,7 @@ class RecursiveRejection(Verifier):
 
 
 class RecursiveRejectionWor(Verifier):
-    """``rrs-wor``: recursive rejection sampling without replacement (docs/theory.md §8.3).
+    """``rrs-wor``: recursive rejection sampling without replacement (docs/theory/verifiers.md §8.3).
 
     Scheme: n drafts without replacement (sequential; the Gumbel-top-n law). As "rrs", with
     q_i = q renormalised over the tokens not drafted before step i and p_{i+1} = norm((p_i - q_i)_+).
@@ -100,7 +100,7 @@ class RecursiveRejectionWor(Verifier):
 
 
 class KSeq(Verifier):
-    """``kseq``: K-SEQ of SpecTr with the optimal rho (docs/theory.md §8.4).
+    """``kseq``: K-SEQ of SpecTr with the optimal rho (docs/theory/verifiers.md §8.4).
 
     Scheme: n i.i.d. drafts from q. With beta(rho) = sum_x min(q(x), p(x)/rho) and rho* the
     smallest rho in [1, n] with 1 - (1 - beta)^n <= rho beta, accept each X_i in turn with
@@ -123,7 +123,7 @@ class KSeq(Verifier):
 
 
 class SpecHub(Verifier):
-    """``spechub``: SpecHub's verifier for its sparse pair law, n = 2 (docs/theory.md §8.5).
+    """``spechub``: SpecHub's verifier for its sparse pair law, n = 2 (docs/theory/verifiers.md §8.5).
 
     Scheme "spechub": the hub a = argmax q (lowest id on ties) is always drafted. The pair is
     (i, a) with probability q(i), or (a, i) with probability q(a) q(i)/(1 - q(a)), i != a; its set
@@ -140,7 +140,7 @@ class SpecHub(Verifier):
 
 
 class GreedyOptimal(Verifier):
-    r"""``greedy``: the optimal verifier for greedy drafts (docs/theory.md §5, §8.6).
+    r"""``greedy``: the optimal verifier for greedy drafts (docs/theory/greedy.md §5, §8.6).
 
     Scheme "greedy": T = the n-1 most probable tokens of q (ties: lower id) plus one draft
     X ~ q~ = q renormalised over V \ T. Accept X with probability min(1, p(X)/q~(X)); otherwise
@@ -155,7 +155,7 @@ class GreedyOptimal(Verifier):
 
 
 class DeterministicSet(Verifier):
-    r"""``topk``: the deterministic-set rule for "topk" drafts (docs/theory.md §5.2).
+    r"""``topk``: the deterministic-set rule for "topk" drafts (docs/theory/greedy.md §5.2).
 
     Scheme "topk": the drafts are T = the n most probable tokens of q (ties: lower id), with no
     randomness. The output is drawn from p itself (the tuple's tokens tested in order, each with
@@ -173,7 +173,7 @@ class DeterministicSet(Verifier):
 
 
 class OptimalLP(Verifier):
-    """``optimal-lp``: the OT-optimal verifier read off the flow LP (docs/theory.md §2.3, §8.8).
+    """``optimal-lp``: the OT-optimal verifier read off the flow LP (docs/theory/transport.md §2.3, §8.8).
 
     Scheme: any of "iid" (default), "wor", "greedy", "topk" or a mixed scheme (``scheme=``). ``solve_lp`` gives the optimal
     accepted flow x(A, y) of every draft set A; a tuple maps to A = S(tuple) ∩ supp p and outputs
@@ -189,25 +189,25 @@ class OptimalLP(Verifier):
 
 
 class Optimal(Verifier):
-    """``optimal``: an optimal verifier without a solver (docs/theory.md §8.10, §12, §13, §15).
+    """``optimal``: an optimal verifier without a solver (docs/theory/verifiers.md §8.10, §12, §13, §15).
 
     Scheme: "iid" (default, ``scheme=``) at full vocabulary, or "wor". The certificate H* of
     ``optimal_acceptance`` splits the plan (complementary slackness): a tuple with a draft outside H*
     outputs one of those drafts; a tuple inside H* outputs one of its drafts or rejects to the
     residual r ∝ p - a.
 
-    - "iid": the level race (docs/theory.md §12). Every draft gets an independent random level and
+    - "iid": the level race (docs/theory/level_race.md §12). Every draft gets an independent random level and
       the highest level wins; each token's level pieces are placed once per position (O(V log V))
       so that token y wins with mass p(y) on H* and at most p(y) outside. Acceptance alpha*_iid.
       Verification of a tuple: O(n log pieces). ``verify`` with one tuple per row of a (B, V)
       batch places no plan: it cuts only the drafts' windows, each from the levels the tokens
-      before it leave (docs/theory.md §12.6), with the plan's law given the tuple and, for a seed,
+      before it leave (docs/theory/level_race.md §12.6), with the plan's law given the tuple and, for a seed,
       the plan's outputs.
-    - "wor": a random-utility race of chunks (docs/theory.md §13): each token's level mass is laid
+    - "wor": a random-utility race of chunks (docs/theory/tight_set_sweep.md §13): each token's level mass is laid
       top down in chunks, a drafted token draws one of its chunks and the earliest chunk wins.
       On supports small enough to enumerate (at most 12 tokens on each side of H*) the tight-set
       sweep lays them exactly: acceptance alpha*_wor. Larger rows take the full-vocabulary route
-      (docs/theory.md §15), which climbs a ladder of orders of the same race within a work budget
+      (docs/theory/wor_route.md §15), which climbs a ladder of orders of the same race within a work budget
       per row (``work_budget=``, default ``WOR_WORK_BUDGET``); its plan's acceptance is checked
       against alpha*_wor, and a row that falls short by more than 1e-9 raises ValueError saying
       which order got closest and whether the budget ran out (``sweep`` keeps such plans). The

@@ -1,7 +1,7 @@
 """Lossless multi-draft verifiers: exact acceptance, simulation, and verification of given drafts.
 
 A verifier takes n draft tokens, drawn by its draft scheme from the draft distribution q, and
-outputs one token whose law is exactly the target p (docs/theory.md §8). Its acceptance rate is the
+outputs one token whose law is exactly the target p (docs/theory/verifiers.md §8). Its acceptance rate is the
 probability that the output is one of the drafts. Every verifier runs in the C++ core; this module
 validates input, dispatches and formats.
 
@@ -25,7 +25,7 @@ drafts from q renormalised over the rest, i.i.d. or without replacement) are ver
 and optimal ("+iid"), rrs-wor, sweep and optimal ("+wor"), and optimal-lp: the verifier runs on the
 random drafts against the split pair (the top m tokens collapsed into one token that is never
 drafted), and an output of that token becomes a draw from p restricted to the top m, which is
-always a draft (docs/theory.md §5.2). "optimal" then reaches alpha* of the mixed scheme.
+always a draft (docs/theory/greedy.md §5.2). "optimal" then reaches alpha* of the mixed scheme.
 
 Randomness follows SPEC 7: ``rng`` is anything ``numpy.random.default_rng`` accepts. It is turned
 into one 64-bit seed, and each block of 4,096 samples draws from its own counter-keyed stream, so a

@@ -6,5 +6,5 @@ code that runs is theirs and only the plumbing is ours. ``import mdsd_fast`` imp
 
 * :mod:`mdsd_fast.audit.thirdparty.transformers_sd`: Hugging Face transformers' speculative-sampling
   step (``transformers.generation.utils._speculative_sampling``) and the laws its candidate
-  generators draft from and hand over (docs/audit_transformers.md).
+  generators draft from and hand over (docs/findings/third_party.md).
 """
