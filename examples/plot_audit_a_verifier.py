@@ -12,7 +12,7 @@ form (``verify(p, q, drafts, rng) -> tokens`` for a block of tuples), once corre
 with a bug found in a public EAGLE fork: a draft equal to an earlier rejected one is skipped
 without updating the residual. The package's own ``rrs`` (through
 ``audit.registry_verifier``) and the correct port pass; the broken port fails. Each audit is 15
-cases x 20,000 tuples at n = 2; about 3 s on one core.
+cases x 20,000 tuples at n = 2; about 2 s of CPU time.
 """
 
 import matplotlib.pyplot as plt

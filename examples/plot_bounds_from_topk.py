@@ -11,7 +11,7 @@ Here the full rows are known: the ``skip2`` draft of the shipped SmolLM2 sample 
 (179 positions). Each row is cut to its top k (k = 5 ... 100) and given to
 ``acceptance_bounds`` as ``mf.TopK`` rows; the script checks that every interval holds alpha* of
 the full rows, for i.i.d. and without-replacement drafts at n = 4, and plots the widths. About
-15 s on one core.
+10 s of CPU time.
 """
 
 import matplotlib.pyplot as plt

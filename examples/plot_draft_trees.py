@@ -13,7 +13,7 @@ SpecTr's K i.i.d. sequences and EAGLE's top-k trees. For each shape the script e
 verifier that serves the shape's scheme, plus traversal verification (and block verification on
 chains), each on the tree compacted to the union of its stored supports (the same values as on the
 dense rows, ~1,000 tokens wide instead of 49,152), and plots the per-depth profile of the
-``b2x4`` trees. About 5 s on one core, most of it ``sweep``.
+``b2x4`` trees. About 5 s of CPU time, most of it ``sweep``.
 """
 
 import matplotlib.pyplot as plt

@@ -15,7 +15,7 @@ The first three requests are greedy. Both kernels run on 300 rounds of fresh uni
 with a common bug (recovering from p instead of the residual max(p - q, 0)) is diffed the same
 way. The mean number of accepted drafts per chain is then compared with its exact value,
 ``trees.tree_value(chain, "sd")`` (the bigram draft ``ngram2`` is rejected almost at once, the
-layer-skip drafts go further). About 10 s on one core.
+layer-skip drafts go further). About 10 s of CPU time.
 """
 
 import matplotlib.pyplot as plt

@@ -10,7 +10,7 @@ and ``sweep`` (drafts without replacement) are this package's verifiers.
 The script takes the 90 positions of that draft at T = 1, computes alpha* for i.i.d. and
 without-replacement drafts at n = 2, 3, 4, and each verifier's mean acceptance: exact, except
 ``rrs-wor`` at n >= 3, whose exact recursion is too costly at V = 49,152 and is simulated
-(20,000 steps per position). About 10 s on one core.
+(20,000 steps per position). About 20 s of CPU time.
 """
 
 import matplotlib.pyplot as plt

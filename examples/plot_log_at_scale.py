@@ -12,7 +12,7 @@ that agree with the target on 70 % and 40 % of the logged tokens; 1-15 % of each
 unlogged) into a temporary directory with ``LogWriter``, in blocks, then streams it with
 ``open_logs(...).iter_chunks`` and bounds alpha*_iid at n = 4 on every position with
 ``acceptance_bounds`` (the log report, ``mdsd-fast report --dataset DIR``, does the same and
-more). With the default 100,000 positions it takes about 15 s on one core; a million positions
+more). With the default 100,000 positions it takes about 15 s of CPU time; a million positions
 (``POSITIONS = 1_000_000``) take ten times as long, in the same memory.
 """
 
