@@ -55,7 +55,8 @@ def python_blocks(text: str) -> list[tuple[int, str]]:
             continue
         indent, ticks, start, body = len(m.group(1)), m.group(2), i + 1, []
         while i < len(lines) and not re.match(rf"^\s*{ticks}`*\s*$", lines[i]):
-            body.append(lines[i][indent:] if lines[i][:indent].isspace() else lines[i].lstrip())
+            line = lines[i]
+            body.append(line[indent:] if line[:indent].isspace() or not indent else line.lstrip())
             i += 1
         i += 1
         blocks.append((start, "\n".join(body) + "\n"))
@@ -205,8 +206,8 @@ def test_claims_are_checked() -> None:
     assert not _matches((0.5123, 0.53449), _claimed("(0.512, 0.535)"))
     assert _matches("avx2", _claimed("avx2")) and _matches("iid", _claimed("'iid'"))
     assert _matches(True, _claimed("True")) and not _matches(False, _claimed("True"))
-    blocks = python_blocks("x\n```python\na = 1\n```\n\n  ```python\n  a + 1  # -> 2\n  ```\n")
-    assert blocks == [(3, "a = 1\n"), (7, "a + 1  # -> 2\n")]
+    text = "x\n```python\ndef f():\n    return 1\n```\n\n  ```python\n  if f():\n      f()  # -> 1\n  ```\n"
+    assert python_blocks(text) == [(3, "def f():\n    return 1\n"), (8, "if f():\n    f()  # -> 1\n")]
 
 
 def test_failures_name_their_lines(capsys: pytest.CaptureFixture[str]) -> None:
