@@ -7,10 +7,10 @@
 //     instead of 0, and no phantom column is needed.
 //   * wor_cut_min (the high end): the smallest cut bound 1 + p_max(H) - Q_min(H) over every H, from
 //     a few structured candidates (cheapest B, heaviest C, none or all of D, prefixes of A in ratio
-//     order). Q_min(H) holds the q mass forced into H at the cap (mdsd/wor_pieces.hpp, §3.5), or as
+//     order). Q_min(H) holds the q mass forced into H at the cap (mdsd/intervals/forced_pieces.hpp, §3.5), or as
 //     one "lump" token with pieces = 1 (§3); either changes the count's tail in closed form (one
 //     token: Fbar' = Fbar - b_lump P[k-1]; equal pieces: a binomial count), so every lump shares one
-//     race state. The family is one box of cut_family_box, which mdsd/wor_box.hpp's search calls
+//     race state. The family is one box of cut_family_box, which mdsd/intervals/family_descent.hpp's search calls
 //     on parts of it (rows too large for the whole).
 #pragma once
 
@@ -20,10 +20,10 @@
 #include <limits>
 #include <vector>
 
-#include "mdsd/order.hpp"
+#include "mdsd/core/order.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/prefix_mass.hpp"
-#include "mdsd/wor_pieces.hpp"
+#include "mdsd/intervals/forced_pieces.hpp"
 
 namespace mdsd {
 

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "mdsd/bits.hpp"
-#include "mdsd/iid_exact.hpp"
-#include "mdsd/order.hpp"
-#include "mdsd/scheme.hpp"
-#include "mdsd/wor.hpp"
+#include "mdsd/core/bits.hpp"
+#include "mdsd/bound/iid_exact.hpp"
+#include "mdsd/core/order.hpp"
+#include "mdsd/core/scheme.hpp"
+#include "mdsd/bound/wor.hpp"
 
 namespace mdsd {
 

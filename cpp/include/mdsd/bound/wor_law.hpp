@@ -11,12 +11,12 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "mdsd/bits.hpp"
+#include "mdsd/core/bits.hpp"
 #include <limits>
 #include <utility>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
+#include "mdsd/core/parallel.hpp"
 
 namespace mdsd {
 

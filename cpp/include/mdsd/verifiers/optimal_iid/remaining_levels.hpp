@@ -25,8 +25,8 @@
 #include <limits>
 #include <vector>
 
-#include "mdsd/order.hpp"
-#include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/core/order.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
 
 namespace mdsd::verif::shadow {
 

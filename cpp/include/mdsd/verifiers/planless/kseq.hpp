@@ -1,11 +1,11 @@
-// "kseq" without a plan (the engine case, see direct.hpp): K-SEQ's tests and residual (kseq.hpp)
+// "kseq" without a plan (the engine case, see planless/rrs.hpp): K-SEQ's tests and residual (verifiers/kseq.hpp)
 // need rho* and beta(rho*) only, and those need no sort. rho* lies in [1, n], and for rho in a
 // bracket [lo, hi] beta(rho) = sum_x min(q, p/rho) = G + L/rho + sum_{x in S} min(q(x), p(x)/rho),
 // where G sums q over the tokens with p >= hi q, L sums p over those with p < lo q, and S holds the
 // tokens with lo <= p/q < hi. One pass over the row finds G, L and S for [1, n]; then, as in a
 // quickselect, each round evaluates h at kGrid points inside the bracket over S alone, keeps the
 // sub-bracket where h changes sign and moves the tokens that left it into G or L. Once S is small,
-// kseq.hpp's bisection ends on the exact formula.
+// verifiers/kseq.hpp's bisection ends on the exact formula.
 #pragma once
 
 #include <algorithm>
@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/dual.hpp"
-#include "mdsd/verifiers/direct.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/verifiers/planless/rrs.hpp"
 
 namespace mdsd::verif::direct {
 
@@ -121,7 +121,7 @@ struct KseqBracket {
     }
 };
 
-// rho* and beta(rho*) of kseq.hpp's definition for one row, given beta1 = beta(1). With g(b) =
+// rho* and beta(rho*) of verifiers/kseq.hpp's definition for one row, given beta1 = beta(1). With g(b) =
 // 1 - (1 - b)^n, g(b)/b falls as b grows and beta1/rho <= beta(rho) <= beta1, so h > 0 below
 // g(beta1)/beta1 and h <= 0 from beta1/(1 - (1 - beta1)^(1/n)) on: the first bracket, before any
 // pass (widened by 1e-12 against the roundings of beta1).
@@ -166,7 +166,7 @@ inline void kseq_rho(const double* p, const double* q, int64_t V, int n, double 
     beta = br.beta(hi);
 }
 
-// p_res of kseq.hpp as an IdResidual weight: p - min(q, p/rho) alpha/beta, clipped at 0.
+// p_res of verifiers/kseq.hpp as an IdResidual weight: p - min(q, p/rho) alpha/beta, clipped at 0.
 struct KseqRes {
     double inv_rho, s;
     double operator()(double p, double q) const { return simd::kseq_w(p, q, inv_rho, s); }

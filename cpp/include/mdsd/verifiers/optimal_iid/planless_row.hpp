@@ -1,4 +1,4 @@
-// One row of the plan-free i.i.d. optimal verifier (shadow_verify.hpp): the split into the inner
+// One row of the plan-free i.i.d. optimal verifier (optimal_iid/planless.hpp): the split into the inner
 // system (H*) and the outer one, each system's tokens in cutting order, and the residual
 // r = p - a (docs/theory.md §12.5-§12.6):
 //   inner windows and the outer exact prefix end at a = p (r = 0; the plan keeps ~1-ulp leftovers
@@ -11,11 +11,11 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 #include "mdsd/verifiers/certificate_split.hpp"
 #include "mdsd/verifiers/common.hpp"
-#include "mdsd/verifiers/level_windows.hpp"
-#include "mdsd/verifiers/shadow_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/remaining_levels.hpp"
 
 namespace mdsd::verif::shadow {
 

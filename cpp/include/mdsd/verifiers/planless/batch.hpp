@@ -1,8 +1,8 @@
 // The engine case end to end, one row at a time (bound as _core.verify_direct): the raw input row
 // (float32 or float64, as the caller has it) is validated by validate.hpp's pair pass, scaled by
 // 1/sum into the thread's scratch (within an ulp of _validate.as_pair's rows, without a (B, V) copy),
-// and walked by direct.hpp ("sd", "rrs", "rrs-wor"), direct_kseq.hpp ("kseq") or, for "optimal"
-// with i.i.d. drafts, shadow_verify.hpp (the split and the drafts' windows, no plan). A row is read
+// and walked by planless/rrs.hpp ("sd", "rrs", "rrs-wor"), planless/kseq.hpp ("kseq") or, for "optimal"
+// with i.i.d. drafts, optimal_iid/planless.hpp (the split and the drafts' windows, no plan). A row is read
 // from memory once; every later pass runs on the scratch, which stays in cache.
 #pragma once
 
@@ -12,10 +12,10 @@
 #include <type_traits>
 #include <vector>
 
-#include "mdsd/validate.hpp"
-#include "mdsd/verifiers/direct.hpp"
-#include "mdsd/verifiers/direct_kseq.hpp"
-#include "mdsd/verifiers/shadow_verify.hpp"
+#include "mdsd/inputs/validate.hpp"
+#include "mdsd/verifiers/planless/rrs.hpp"
+#include "mdsd/verifiers/planless/kseq.hpp"
+#include "mdsd/verifiers/optimal_iid/planless.hpp"
 
 namespace mdsd::verif::direct {
 

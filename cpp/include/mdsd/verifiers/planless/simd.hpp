@@ -1,4 +1,4 @@
-// The hot passes of the direct routes (direct.hpp, direct_kseq.hpp, direct_batch.hpp) in SSE2, which
+// The hot passes of the direct routes (planless/rrs.hpp, planless/kseq.hpp, planless/batch.hpp) in SSE2, which
 // every x86-64 target has: two doubles per register and two registers of partial sums, so a pass
 // runs at the speed of the cache rather than of a branch or an add chain. The compilers do not
 // vectorise these loops themselves (a select between three values, reductions kept in order under
@@ -19,7 +19,7 @@ namespace mdsd::verif::direct::simd {
 // D_T(x) = (p(x) - T q(x))_+; a token with q = 0 keeps p (also at T = inf).
 inline double d_at(double p, double q, double T) { return q > 0.0 ? std::max(0.0, p - T * q) : p; }
 
-// p - min(q, p * inv_rho) * s, clipped at 0: the K-SEQ residual's weight (kseq.hpp).
+// p - min(q, p * inv_rho) * s, clipped at 0: the K-SEQ residual's weight (verifiers/kseq.hpp).
 inline double kseq_w(double p, double q, double inv_rho, double s) {
     return std::max(0.0, p - std::min(q, p * inv_rho) * s);
 }

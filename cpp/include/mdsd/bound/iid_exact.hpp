@@ -15,10 +15,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/bits.hpp"
-#include "mdsd/exact_sum.hpp"
-#include "mdsd/iid_select.hpp"
-#include "mdsd/order.hpp"
+#include "mdsd/core/bits.hpp"
+#include "mdsd/core/exact_sum.hpp"
+#include "mdsd/bound/iid_window.hpp"
+#include "mdsd/core/order.hpp"
 
 namespace mdsd {
 

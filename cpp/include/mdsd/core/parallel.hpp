@@ -19,7 +19,7 @@
 #include <thread>
 #include <vector>
 
-#include "mdsd/limits.hpp"
+#include "mdsd/core/limits.hpp"
 
 namespace mdsd {
 

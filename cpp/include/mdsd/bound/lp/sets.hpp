@@ -15,10 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mdsd/limits.hpp"
-#include "mdsd/parallel.hpp"
-#include "mdsd/scheme.hpp"
-#include "mdsd/wor_law.hpp"
+#include "mdsd/core/limits.hpp"
+#include "mdsd/core/parallel.hpp"
+#include "mdsd/core/scheme.hpp"
+#include "mdsd/bound/wor_law.hpp"
 
 namespace mdsd {
 

@@ -21,10 +21,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 #include "mdsd/verifiers/certificate_split.hpp"
 #include "mdsd/verifiers/common.hpp"
-#include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
 
 namespace mdsd::verif {
 

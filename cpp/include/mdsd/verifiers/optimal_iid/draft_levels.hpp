@@ -21,7 +21,7 @@
 #include <limits>
 #include <vector>
 
-#include "mdsd/verifiers/shadow_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/remaining_levels.hpp"
 
 namespace mdsd::verif::shadow {
 

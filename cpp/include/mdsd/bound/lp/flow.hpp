@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "mdsd/sets.hpp"
+#include "mdsd/bound/lp/sets.hpp"
 
 namespace mdsd {
 

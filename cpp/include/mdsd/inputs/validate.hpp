@@ -2,7 +2,7 @@
 // non-negative, and the row sum: the exact sum of the entries, rounded once (exact_sum.hpp). A
 // rounded exact sum does not depend on the order or grouping of its terms, so dense rows (summed
 // in vector lanes), sparse rows (their positive entries only) and the fused engine kernel
-// (verifiers/direct_batch.hpp) all normalise alike, bit for bit, and the dense pass is not held
+// (verifiers/planless/batch.hpp) all normalise alike, bit for bit, and the dense pass is not held
 // to one add chain (docs/theory.md §7.4).
 #pragma once
 
@@ -10,8 +10,8 @@
 #include <cstdint>
 #include <limits>
 
-#include "mdsd/exact_sum.hpp"
-#include "mdsd/lanes.hpp"
+#include "mdsd/core/exact_sum.hpp"
+#include "mdsd/core/lanes.hpp"
 
 namespace mdsd::validate {
 

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 
 namespace mdsd::verif::level {
 

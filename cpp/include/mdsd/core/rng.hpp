@@ -9,7 +9,7 @@
 
 #include <cstdint>
 
-#include "mdsd/bits.hpp"
+#include "mdsd/core/bits.hpp"
 
 namespace mdsd {
 

@@ -14,7 +14,7 @@
 #include <limits>
 #include <vector>
 
-#include "mdsd/lanes.hpp"
+#include "mdsd/core/lanes.hpp"
 
 namespace mdsd {
 

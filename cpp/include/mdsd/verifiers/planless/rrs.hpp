@@ -1,8 +1,8 @@
 // One tuple per row without a plan: the engine case (a batch of positions, one draft tuple each).
 // "sd", "rrs" and "rrs-wor" need, per step, only the residual mass M(T) = sum_x (p(x) - T q(x))_+
-// at the threshold T of rrs.hpp, and at the end one draw from D_T. Both are linear passes over the
+// at the threshold T of verifiers/rrs.hpp, and at the end one draw from D_T. Both are linear passes over the
 // row, so a tuple costs at most n + 2 passes over p and q instead of a plan's copies, ratio sort
-// and samplers. The walk is the verifiers' own (rrs.hpp: the same tests, thresholds and
+// and samplers. The walk is the verifiers' own (verifiers/rrs.hpp: the same tests, thresholds and
 // residual), run by the same visitors, so the exact-law tests check this code too; the residual
 // is drawn by inverse CDF in token-id order rather than in ratio order (same law, other tokens).
 #pragma once
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "mdsd/verifiers/common.hpp"
-#include "mdsd/verifiers/direct_simd.hpp"
+#include "mdsd/verifiers/planless/simd.hpp"
 
 namespace mdsd::verif::direct {
 
@@ -72,7 +72,7 @@ struct IdResidual {
     }
 };
 
-// D_T of rrs.hpp as an IdResidual weight.
+// D_T of verifiers/rrs.hpp as an IdResidual weight.
 struct DT {
     double T;
     double operator()(double p, double q) const { return d_at(p, q, T); }

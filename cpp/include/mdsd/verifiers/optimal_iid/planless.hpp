@@ -1,6 +1,6 @@
 // One drafted tuple of the i.i.d. optimal verifier without its plan (docs/theory.md §12.5-§12.6).
 //
-// The plan (optimal_iid.hpp) cuts every token's window, O(V) windows per row, to verify one tuple.
+// The plan (optimal_iid/plan.hpp) cuts every token's window, O(V) windows per row, to verify one tuple.
 // The levels left before a token depend only on the set of tokens cut before it (order-freedom,
 // §12.6), so the window of a drafted token y is the window cut from shadow::remaining of the tokens
 // earlier than y in its system's cutting order (dual_prefix's ratio order, its ties included):
@@ -9,7 +9,7 @@
 //     uniform per draft as OptimalIid::walk, so the same draws give the same output up to the
 //     ~1e-16 moves of piece ends);
 //   coin: p(y) / load(y), capped at 1;
-//   residual r = p - a (shadow_row.hpp).
+//   residual r = p - a (optimal_iid/planless_row.hpp).
 // Cost per row: the ratio sort (dual_prefix), one bucketed envelope pass per system holding drafts
 // (remaining_at, read at each draft; repeated while a bound copy owns a segment a window reads)
 // and one pass for the residual: O(V log V + K) per round.
@@ -19,13 +19,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 #include "mdsd/verifiers/certificate_split.hpp"
 #include "mdsd/verifiers/common.hpp"
-#include "mdsd/verifiers/level_windows.hpp"
-#include "mdsd/verifiers/shadow_prefixes.hpp"
-#include "mdsd/verifiers/shadow_row.hpp"
-#include "mdsd/verifiers/shadow_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/draft_levels.hpp"
+#include "mdsd/verifiers/optimal_iid/planless_row.hpp"
+#include "mdsd/verifiers/optimal_iid/remaining_levels.hpp"
 
 namespace mdsd::verif::shadow {
 

@@ -20,7 +20,8 @@ namespace mdsd {
 
 constexpr int kMaxCapPieces = 1 << 20;
 
-// m clocks of rate `size` and, if rem > 0, one of rate rem (as _intervals_worcap.pieces).
+// m clocks of rate `size` and, if rem > 0, one of rate rem (the forced mass as the Python side
+// splits it, docs/intervals.md §3.5).
 struct ForcedPieces {
     int64_t m = 0;
     double size = 0.0, rem = 0.0;

@@ -20,7 +20,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mdsd/lanes.hpp"
+#include "mdsd/core/lanes.hpp"
 
 namespace mdsd {
 
