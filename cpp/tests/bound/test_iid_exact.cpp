@@ -8,7 +8,7 @@
 //     their forced ExactSum paths -- equals iid_exact_sorted (ExactSum at every prefix; alpha* bits,
 //     certificate set) on >= 10,000 random rows with zeros and ties (n = 1..8), LLM-like rows up to
 //     V = 20,000 with zeros and tied ratios, crowded ratios; the overflow fallback;
-//   * all within a few ulps of alpha* with sums in ratio order (the previous definition), and
+//   * all within a few ulps of alpha* with sums in ratio order (the plain definition), and
 //     different from it in the bits on some rows (so equal bits are evidence).
 #include <algorithm>
 #include <cmath>
@@ -18,8 +18,8 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/dual.hpp"
-#include "mdsd/iid_exact.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/bound/iid_exact.hpp"
 
 using cases::Gen;
 using cases::Vec;
@@ -178,7 +178,7 @@ static bool check_row(const Vec& p, const Vec& q, int n) {
     std::vector<int64_t> h_ref(o1.begin(), o1.begin() + ref.k_star);
     std::sort(h_ref.begin(), h_ref.end());
     ++counts.rows;
-    // The previous definition, sums in ratio order: K roundings in sequence and the power, ~(K + n)
+    // The plain definition, sums in ratio order: K roundings in sequence and the power, ~(K + n)
     // eps apart at most; counted where the bits differ.
     {
         double P = 0.0, S = 0.0, best = 0.0;

@@ -17,7 +17,7 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 
 using cases::Gen;
 using cases::Vec;

@@ -1,4 +1,4 @@
-// The one-pass remaining levels of the level race (shadow_windows.hpp, docs/theory.md §12.6):
+// The one-pass remaining levels of the level race (optimal_iid/remaining_levels.hpp, docs/theory.md §12.6):
 // the levels left after cutting a set G of a system's tokens with take_window, in any order, equal
 // the upper envelope of shifted copies built from G's prefix sums by ascending p/q.
 //
@@ -11,7 +11,7 @@
 // - remaining_bucketed (no sort; the set given shuffled) equals the envelope of the sorted set, with
 //   2 to 1,024 buckets; its control: merging each pair of neighbours in the ratio order into one
 //   token (what a bucket without its bound would do) must change the levels on a fair share.
-// - remaining_at (the levels before several drafts from one pass, shadow_prefixes.hpp) equals the
+// - remaining_at (the levels before several drafts from one pass, optimal_iid/draft_levels.hpp) equals the
 //   envelope of each read's prefix, on the small cases and on LLM-like rows with zeros and ties,
 //   with 0 to 1,024 buckets; its control: refining only from the deepest read must leave a bound
 //   copy on a shallower read (levels off) on a fair share of the LLM-like rows.
@@ -27,10 +27,10 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/dual.hpp"
-#include "mdsd/verifiers/level_windows.hpp"
-#include "mdsd/verifiers/shadow_prefixes.hpp"
-#include "mdsd/verifiers/shadow_windows.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/draft_levels.hpp"
+#include "mdsd/verifiers/optimal_iid/remaining_levels.hpp"
 #include "level_sets.hpp"
 
 using cases::Gen;

@@ -1,4 +1,4 @@
-// The level windows of the i.i.d. optimal verifier (level_windows.hpp, docs/theory.md §12.5): the
+// The level windows of the i.i.d. optimal verifier (optimal_iid/level_windows.hpp, docs/theory.md §12.5): the
 // levels left after cutting a set of tokens do not depend on the order in which they are cut,
 // although each token's own window does. This is what a plan-free route for one tuple would rest
 // on (the levels left before a drafted token, from the set of tokens cut before it alone), so it is
@@ -18,8 +18,8 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/dual.hpp"
-#include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
 #include "level_sets.hpp"
 
 using cases::Gen;

@@ -1,8 +1,9 @@
 // The checkpointed pass without e (docs/theory.md §14.4, "Without e"), in C++:
 //   * mul_unit (generic and the fixed-n sweeps) bit for bit against mul_factor with e = 1,
 //     node by node, at every n, weights 0 / 1 / in between, in place and not;
-//   * race::pass against the form with every token's e (pass_e): the same w, E and laid weights to
-//     rounding, on LLM-like rows with zeros and tied ratios, with and without h0 and `ex`.
+//   * race::pass against the form with every token's e (pass_with_e.hpp, the reference): the same
+//     w, E and laid weights to rounding, on LLM-like rows with zeros and tied ratios, with and
+//     without h0 and `ex`.
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/moments.hpp"
 #include "mdsd/race/pair.hpp"
@@ -17,6 +18,7 @@ namespace R = mdsd::race;
 
 #include "cases.hpp"
 #include "check.hpp"
+#include "pass_with_e.hpp"
 #include "race_grid.hpp"
 
 using cases::Gen;
@@ -103,7 +105,7 @@ static void test_mul_unit(Gen& g) {
 
 static double rel(double a, double b) { return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300}); }
 
-// pass and pass_e on the same row and rule; returns the largest relative difference of w (and E).
+// race::pass and the reference pass_e on the same row and rule; returns the largest relative difference of w (and E).
 static double compare_pass(const R::Grid& gr, const Vec& p, const Vec& q, const std::vector<int32_t>& toks,
                            const R::Pair& env, const std::vector<double>& h0, bool with_ex) {
     const int n = gr.n;
@@ -112,7 +114,6 @@ static double compare_pass(const R::Grid& gr, const Vec& p, const Vec& q, const 
     R::Pair ex = env;
     ex.scale(std::vector<double>(gr.G, 0.5).data());
     for (int form = 0; form < 2; ++form) {
-        R::pass_keeps_e() = form == 1;
         hs[form].assign(k, 1.0);
         E[form].assign(k, 0.0);
         // lay: until p is won, a zero weight for every 7th token (ties and zeros enter via the row)
@@ -121,17 +122,16 @@ static double compare_pass(const R::Grid& gr, const Vec& p, const Vec& q, const 
             const double d = wi > 0.0 ? p[toks[i]] / wi : 0.0;
             return hs[form][i] = d >= 1.0 ? 0.0 : 1.0 - d;
         };
-        if (with_ex)
-            R::pass(
-                gr, q.data(), toks, env,
-                [&](int64_t i, double wi, double e) {
-                    E[form][i] = e;
-                    return rule(i, wi);
-                },
-                w[form], h0.empty() ? nullptr : h0.data(), &ex);
-        else R::pass(gr, q.data(), toks, env, rule, w[form], h0.empty() ? nullptr : h0.data());
+        auto with_e = [&](int64_t i, double wi, double e) {
+            E[form][i] = e;
+            return rule(i, wi);
+        };
+        const double* h0p = h0.empty() ? nullptr : h0.data();
+        if (form == 0 && with_ex) R::pass(gr, q.data(), toks, env, with_e, w[form], h0p, &ex);
+        else if (form == 0) R::pass(gr, q.data(), toks, env, rule, w[form], h0p);
+        else if (with_ex) pass_with_e::pass_e(gr, q.data(), toks, env, with_e, w[form], h0p, &ex);
+        else pass_with_e::pass_e(gr, q.data(), toks, env, rule, w[form], h0p);
     }
-    R::pass_keeps_e() = false;
     double worst = 0.0;
     for (int64_t i = 0; i < k; ++i) {
         worst = std::max({worst, rel(w[0][i], w[1][i]), rel(E[0][i], E[1][i])});

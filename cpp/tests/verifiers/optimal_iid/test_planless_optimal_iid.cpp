@@ -1,4 +1,4 @@
-// The plan-free route for one tuple of the i.i.d. optimal verifier (shadow_verify.hpp): given each
+// The plan-free route for one tuple of the i.i.d. optimal verifier (optimal_iid/planless.hpp): given each
 // tuple, its exact output law equals the plan route's (OptimalIid, every window cut) to 1e-12.
 //
 // Small cases enumerate every tuple; the law is also checked lossless on its own (sum over tuples
@@ -17,9 +17,9 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/rng.hpp"
-#include "mdsd/verifiers/optimal_iid.hpp"
-#include "mdsd/verifiers/shadow_verify.hpp"
+#include "mdsd/core/rng.hpp"
+#include "mdsd/verifiers/optimal_iid/plan.hpp"
+#include "mdsd/verifiers/optimal_iid/planless.hpp"
 
 using cases::Gen;
 using cases::Vec;
@@ -48,7 +48,7 @@ static double maxdiff(const Vec& a, const Vec& b) {
 
 // How far the plan's own window can sit from the exact one, in law: its loads are differences of
 // two rounded levels, b^n - a^n with b - a (a piece's width w) known only to ~1e-16, a relative
-// error ~1e-16 / w (the envelope computes a window's load from its width: shadow_windows.hpp).
+// error ~1e-16 / w (the envelope computes a window's load from its width: optimal_iid/remaining_levels.hpp).
 static double plan_rounding(double w) { return 1e-12 + 1e-15 / w; }
 
 // The narrowest piece the plan cut (tiny windows aside): the worst case of plan_rounding.
@@ -80,7 +80,7 @@ int main() {
     Gen g(20261202);
     long cases_run = 0, moved = 0, draws = 0, same = 0, tiny_tuples = 0, rounded = 0, plain = 0;
     double worst = 0.0, worst_lossless = 0.0;
-    sw::TupleRow reused;  // as the engine case keeps it, row after row (direct_batch.hpp)
+    sw::TupleRow reused;  // as the engine case keeps it, row after row (verifiers/planless/batch.hpp)
     for (int rep = 0; rep < 600; ++rep) {
         const int64_t V = 3 + rep % 6;
         const int n = 2 + rep % 3;

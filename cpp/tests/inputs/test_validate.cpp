@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "check.hpp"
-#include "mdsd/validate.hpp"
+#include "mdsd/inputs/validate.hpp"
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "check.hpp"
-#include "mdsd/rng.hpp"
+#include "mdsd/core/rng.hpp"
 
 using mdsd::Rng;
 

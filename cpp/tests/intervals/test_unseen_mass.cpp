@@ -1,20 +1,20 @@
-// The race pieces of mdsd/wor_bucket.hpp against the race they stand for (race::WorRace with
+// The race pieces of mdsd/intervals/unseen_mass.hpp against the race they stand for (race::WorRace with
 // explicit tokens), mirroring tests/test_intervals_wor.py at the kernel level:
 //   * the Poisson start (race_start_with_bucket) against J explicit tokens of mass u / J: Q never
 //     below theirs, never above by more than C(k, 2) / J, the gap shrinking with J;
 //   * the lump correction (Fbar - b_lump P[k-1] in race_integral) against adding the lump as one
 //     more token and calling value(): equal to 1e-15;
 //   * wor_bucket_alpha against the minimum over every prefix of the same scan with the J tokens;
-//   * the forced mass at the cap (mdsd/wor_pieces.hpp): the pieces' tail table against adding the
+//   * the forced mass at the cap (mdsd/intervals/forced_pieces.hpp): the pieces' tail table against adding the
 //     pieces as tokens and calling value() (1e-13, 1 to 90 pieces, with and without a remainder),
 //     2,000 pieces as tokens, 10^5 against their Poisson limit (the bucket), and forced_pieces' split
 //     (whole pieces, the remainder, equal lumps beyond the cap);
-//   * the boxes of §3.2's family (mdsd/wor_box.hpp): the family split into boxes has wor_cut_min's
+//   * the boxes of §3.2's family (mdsd/intervals/family_descent.hpp): the family split into boxes has wor_cut_min's
 //     minimum, so does the best set as a box of one and the box with its corner there, the descent
 //     with no limit covers the family and equals it, with a small budget it is
 //     never below it and spends at most the budget, and with none it tries nothing.
-#include "mdsd/wor_box.hpp"
-#include "mdsd/wor_bucket.hpp"
+#include "mdsd/intervals/family_descent.hpp"
+#include "mdsd/intervals/unseen_mass.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -11,10 +11,10 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/dual.hpp"
-#include "mdsd/flow.hpp"
-#include "mdsd/maxflow.hpp"
-#include "mdsd/sets.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/bound/lp/flow.hpp"
+#include "mdsd/bound/lp/maxflow.hpp"
+#include "mdsd/bound/lp/sets.hpp"
 
 using cases::Gen;
 using cases::Vec;

@@ -10,8 +10,8 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/dual.hpp"
-#include "mdsd/sets.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/bound/lp/sets.hpp"
 
 using cases::Gen;
 using cases::Vec;

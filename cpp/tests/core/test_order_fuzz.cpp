@@ -16,7 +16,7 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/order.hpp"
+#include "mdsd/core/order.hpp"
 
 using cases::Gen;
 using cases::Vec;

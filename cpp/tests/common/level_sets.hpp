@@ -5,7 +5,7 @@
 #include <cmath>
 #include <vector>
 
-#include "mdsd/verifiers/level_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
 
 namespace level_sets {
 

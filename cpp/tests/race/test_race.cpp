@@ -7,7 +7,7 @@
 //   * at h = 1, w_y = Pr[y in S] and sum_y w_y = n on LLM-like rows (n = 2, 4, 8) and at large n;
 //   * the greedy pass (tokens laid in turn, lay(i, w) = 1 - p/w) by pass_div and by pass against
 //     enumeration, and pass_div against pass on long LLM-like rows (|dw| <= 1e-12);
-//   * the outer system's passes (wor outer.hpp, by division since session 18): every token at 1, then
+//   * the outer system's passes (optimal_wor/outer.hpp, by division): every token at 1, then
 //     the first half by rho at 0 and the rest at 1, by pass_div and by pass: w within 1e-12
 //     relative, the same rho order; negative control: that half at 1e-2 instead of 0 is caught;
 //   * product_by_moments against the factor-by-factor product; loo_weights against pass at h = 1;

@@ -13,7 +13,7 @@
 
 #include "cases.hpp"
 #include "check.hpp"
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 
 using cases::Gen;
 using cases::Vec;
@@ -33,7 +33,7 @@ static bool check_row(const Vec& p, const Vec& q, int n) {
         mdsd::dual_alpha(p.data(), q.data(), V, n, Scheme::Iid, WorMethod::Auto, ws2, &c2, IidRoute::Sorted);
     CHECK_MSG(same_bits(a1, a2), "alpha: selection %.17g, sorted %.17g (n = %d)", a1, a2, n);
     CHECK_MSG(c1 == c2, "certificates differ: %zu vs %zu tokens (n = %d)", c1.size(), c2.size(), n);
-    // dual_prefix_ordered (the ordered split of shadow_row.hpp): dual_prefix's alpha*, k* and order
+    // dual_prefix_ordered (the ordered split of optimal_iid/planless_row.hpp): dual_prefix's alpha*, k* and order
     {
         mdsd::DualWorkspace w1, w2;
         const mdsd::DualResult d1 = mdsd::dual_prefix_ordered(p.data(), q.data(), V, n, w1);

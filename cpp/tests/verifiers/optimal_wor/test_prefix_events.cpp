@@ -1,5 +1,5 @@
-// The prefix-event sweep's scan without e (session 17; docs/theory.md §14.4, "Without e") against
-// the form with every token's e (events_scan_keeps_e), in C++:
+// The prefix-event sweep's scan without e (docs/theory.md §14.4, "Without e") against the form with
+// every token's e (scan_e below, the reference; PrefixEventSweep::scan_form runs it in a sweep):
 //   * PrefixEventSweep::scan: the same v to rounding on LLM-like heads of 40-400 tokens (one to four
 //     blocks of kPassBlock, big and small tokens mixed, zeros and tied ratios in half the rows),
 //     weights 1 / in between / 0, zero_prefix on and off, one token overridden, some tokens retired;
@@ -21,6 +21,36 @@ namespace W = mdsd::verif::wor;
 
 using cases::Gen;
 using cases::Vec;
+
+// PrefixEventSweep::scan with every token's e: the reference form.
+static void scan_e(W::PrefixEventSweep& sw, const R::Pair& env, const std::vector<int64_t>& o, bool zero_prefix,
+                   int64_t ov, double hov, std::vector<double>& v) {
+    const int64_t a = static_cast<int64_t>(o.size());
+    auto wt = [&](int64_t k) { return k == ov ? hov : sw.h[k]; };
+    // suffix pairs of o[i..a), flat (Pi then D, 2 S doubles each), and the factors of o
+    const int n = sw.gr->n;
+    const int64_t G = sw.gr->G;
+    const std::size_t S = static_cast<std::size_t>(n) * G;
+    sw.suf.resize(static_cast<std::size_t>(a + 1) * 2 * S);
+    std::fill(sw.suf.begin() + a * 2 * S, sw.suf.begin() + (a + 1) * 2 * S, 0.0);
+    std::fill(sw.suf.begin() + a * 2 * S, sw.suf.begin() + a * 2 * S + G, 1.0);
+    for (int64_t i = a - 1; i >= 0; --i) {
+        const double* ei = &sw.fe[o[i] * G];
+        const double* bi = &sw.fb[o[i] * G];
+        const double* src = &sw.suf[(i + 1) * 2 * S];
+        double* dst = &sw.suf[i * 2 * S];
+        R::mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, wt(o[i]), sw.q[sw.tok[o[i]]]);
+    }
+    v.assign(a, 0.0);
+    R::Pair pre = R::mul(env, sw.fixed);
+    for (int64_t i = 0; i < a; ++i) {
+        const double* ei = &sw.fe[o[i] * G];
+        const double* bi = &sw.fb[o[i] * G];
+        const double* in = &sw.suf[(i + 1) * 2 * S];
+        v[i] = R::w_raw(*sw.gr, pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, sw.q[sw.tok[o[i]]]);
+        pre.add(ei, bi, zero_prefix ? 0.0 : wt(o[i]), sw.q[sw.tok[o[i]]]);
+    }
+}
 
 static double rel(double a, double b) { return std::fabs(a - b) / std::max({std::fabs(a), std::fabs(b), 1e-300}); }
 
@@ -83,13 +113,13 @@ static double compare_scans(Gen& g, Case& c, bool perturb) {
             for (int64_t ov : {int64_t{-1}, o2[o2.size() / 2]}) {
                 std::vector<double> v[2];
                 for (int form = 0; form < 2; ++form) {
-                    W::events_scan_keeps_e() = form == 1;
+                    S.scan_form = form == 1 ? scan_e : nullptr;
                     const double h0 = S.h[big];
                     if (perturb && form == 1) S.h[big] = 0.3 * (1.0 + 1e-9);
                     S.scan(c.env, o2, zp, ov, rep == 1 ? 0.0 : 0.7, v[form]);
                     S.h[big] = h0;
                 }
-                W::events_scan_keeps_e() = false;
+                S.scan_form = nullptr;
                 for (std::size_t i = 0; i < o2.size(); ++i) worst = std::max(worst, rel(v[0][i], v[1][i]));
             }
     }
@@ -124,15 +154,14 @@ static void test_sweep_forms(Gen& g) {
         std::vector<W::Chunk> ch[2];
         std::vector<double> h[2];
         for (int form = 0; form < 2; ++form) {
-            W::events_scan_keeps_e() = form == 1;
             W::PrefixEventSweep S;
+            S.scan_form = form == 1 ? scan_e : nullptr;
             std::vector<double> won(c.p.size(), 0.0);
             S.init(c.gr, c.q.data(), c.p.data(), c.head, &ch[form], &won);
             for (int64_t guard = 0; guard < 8 * static_cast<int64_t>(c.head.size()) + 64; ++guard)
                 if (!S.step(c.env, true)) break;
             h[form] = S.h;
         }
-        W::events_scan_keeps_e() = false;
         CHECK_EQ(ch[0].size(), ch[1].size());
         if (ch[0].size() != ch[1].size()) continue;
         for (std::size_t i = 0; i < ch[0].size(); ++i) {
