@@ -1,5 +1,5 @@
 """The verifier registry: one :class:`Verifier` per lossless verifier, its facts read from the C++
-core's verifier table (``_core.verifier_table()``), and the :class:`Simulation` record.
+core's verifier table (``_core.verifiers.table()``), and the :class:`Simulation` record.
 
 The functions that run a verifier (``acceptance``, ``simulate``, ``verify``) live in
 :mod:`mdsd_fast.verifiers`; the methods here call them by name.
@@ -45,7 +45,7 @@ class Verifier:
     source : the papers it comes from.
 
     Every attribute but ``source`` comes from the C++ core's verifier table
-    (``_core.verifier_table()``), the one table the registry, this module and the report read.
+    (``_core.verifiers.table()``), the one table the registry, this module and the report read.
     """
 
     name: str = ""
@@ -309,7 +309,7 @@ def _from_table(v: Verifier, row: Mapping[str, Any]) -> Verifier:
 
 
 def _make_registry() -> Mapping[str, Verifier]:
-    table = {str(row["name"]): row for row in _core.verifier_table()}
+    table = {str(row["name"]): row for row in _core.verifiers.table()}
     items: list[Verifier] = [
         SpeculativeSampling(),
         RecursiveRejection(),

@@ -48,7 +48,7 @@ DEFAULT_MAX_SETS = 2_000_000
 #: An LP whose flow value and cut value differ by more than this is refused.
 LP_GAP_TOL = 1e-8
 
-TooLargeError = _core.TooLargeError
+TooLargeError = _core.bound.TooLargeError
 TooLargeError.__doc__ = "The enumeration would exceed max_sets (a ValueError). The message gives the size needed."
 
 
@@ -248,14 +248,14 @@ def solve_lp(
             check_support("q", q1[None, :], n, scheme)
 
     t0 = time.perf_counter()
-    model = _core.FlowModel(p1, q1, n, scheme, float(max_sets), t_arr, pr_arr)
+    model = _core.bound.FlowModel(p1, q1, n, scheme, float(max_sets), t_arr, pr_arr)
     num_col = model.num_edges  # one LP column per (set, token) edge
     cut: float | None = None
     if solver == "flow":
         hint = None
         if scheme in SCHEMES or mixed_parts(scheme) is not None:
             assert q1 is not None
-            _, certs = _core.dual_batch(p1[None, :], q1[None, :], n, scheme, "auto", True, 1)
+            _, certs = _core.bound.dual_batch(p1[None, :], q1[None, :], n, scheme, "auto", True, 1)
             hint = certs[0]
         mf = model.max_flow(hint)
         flows = mf["flows"]
@@ -357,7 +357,7 @@ def _alpha_direct(
     check_pair_shapes(pr, qr)
     batched = pr.ndim == 2 or qr.ndim == 2
     pr, qr = raw_batch(pr, qr)
-    alphas, certs, err = _core.dual_direct(pr, qr, n, scheme, wor_method, certificate, threads, SUM_TOL)
+    alphas, certs, err = _core.bound.dual_direct(pr, qr, n, scheme, wor_method, certificate, threads, SUM_TOL)
     if err is not None:
         status, side, r, value = err
         raise_row_error("pq"[side], status, r, value, (pr, qr)[side])
@@ -472,7 +472,7 @@ def optimal_acceptance(
             certs.append(res.certificate)
         cert_out: Any = certs
     else:
-        alphas, cert_out = _core.dual_batch(p2, q2, n, scheme, wor_method, return_certificate, nthreads)
+        alphas, cert_out = _core.bound.dual_batch(p2, q2, n, scheme, wor_method, return_certificate, nthreads)
     if col_ids is not None and return_certificate:  # sparse input: columns back to vocabulary ids
         cert_out = [col_ids[r][np.asarray(c, dtype=np.int64)] for r, c in enumerate(cert_out)]
     if not batched:

@@ -131,7 +131,7 @@ def _prepare_rows(
                 raise TooLargeError(f"optimal-lp needs the flow LP of every position: {exc}") from None
             lp.append((res.set_ptr, res.set_tokens, res.flows, res.set_weights))
     budget = _work_budget(work_budget)
-    return _core.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget)
+    return _core.verifiers.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget)
 
 
 def _acceptance_rows(
@@ -304,7 +304,9 @@ def _verify_direct(
     pr, qr = raw_batch(pr, qr)
     d64 = np.ascontiguousarray(d, dtype=np.int64)
     ids = _row_ids(row_ids, B)
-    tokens, accepted, err = _core.verify_direct(name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL)
+    tokens, accepted, err = _core.verifiers.verify_direct(
+        name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL
+    )
     if err is not None:
         status, side, r, value = err
         raise_row_error("pq"[side], status, r, value, (pr, qr)[side])

@@ -1,6 +1,7 @@
-// The without-replacement ends of acceptance_bounds (mdsd/wor_bucket.hpp), one row at a time over
-// a batch on the union layout of python/mdsd_fast/_intervals_fast.py. Rows are independent, so
-// the results do not depend on the thread count.
+// mdsd_fast._core.intervals: the without-replacement ends of acceptance_bounds
+// (mdsd/intervals/unseen_mass.hpp, family_descent.hpp), one row at a time over a batch on the
+// union layout of python/mdsd_fast/_intervals_fast.py. Rows are independent, so the results do
+// not depend on the thread count.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -10,9 +11,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "mdsd/parallel.hpp"
-#include "mdsd/wor_box.hpp"
-#include "mdsd/wor_bucket.hpp"
+#include "mdsd/core/parallel.hpp"
+#include "mdsd/intervals/family_descent.hpp"
+#include "mdsd/intervals/unseen_mass.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -132,9 +133,8 @@ py::tuple cut_descent(const F64& p, const F64& q, const I64& hidden, const F64& 
 
 }  // namespace
 
-void register_bounds(py::module_& m) {
-    m.def("wor_bucket_alpha", &bucket_alpha, py::arg("p"), py::arg("q"), py::arg("u"), py::arg("k"),
-          py::arg("threads") = 1,
+void register_intervals(py::module_& m) {
+    m.def("wor_low_end", &bucket_alpha, py::arg("p"), py::arg("q"), py::arg("u"), py::arg("k"), py::arg("threads") = 1,
           "Per row: 1 + min_H [p(H) - Q(H + bucket)] for k draws without replacement from the logged q\n"
           "plus a Poisson bucket of mass u (> 0) in every H: the low end of acceptance_bounds for \"wor\"\n"
           "(docs/intervals.md §2). p, q: (B, L) logged values, u: (B,).");

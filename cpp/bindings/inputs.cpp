@@ -1,4 +1,4 @@
-// Input validation in one pass per row (mdsd/validate.hpp: the rules and the one row sum, the
+// Input validation in one pass per row (mdsd/inputs/validate.hpp: the rules and the one row sum, the
 // rounded exact sum, that dense and sparse rows share, so both normalise alike, bit for bit).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
-#include "mdsd/validate.hpp"
+#include "mdsd/core/parallel.hpp"
+#include "mdsd/inputs/validate.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -72,7 +72,7 @@ py::array_t<double> csr_row_sums(const F64& data, const I64& ptr) {
 
 }  // namespace
 
-void register_validate(py::module_& m) {
+void register_inputs(py::module_& m) {
     m.def("normalize_rows", &normalize_rows, py::arg("x"), py::arg("tol"), py::arg("threads") = 0,
           "Validate and normalise (B, V) rows in one pass each: (out, status, row, value); status 0 = ok,\n"
           "1 = NaN or inf, 2 = a negative entry (value), 3 = the row sum (value) is not within tol of 1.");

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
+#include "mdsd/core/parallel.hpp"
 #include "mdsd/trees/value.hpp"
 
 namespace py = pybind11;
@@ -98,7 +98,7 @@ py::tuple tree_values(const std::vector<std::string>& names, const std::vector<s
 }  // namespace
 
 void register_trees(py::module_& m) {
-    m.def("tree_values", &tree_values, py::arg("names"), py::arg("schemes"), py::arg("trees"), py::arg("budget"),
+    m.def("values", &tree_values, py::arg("names"), py::arg("schemes"), py::arg("trees"), py::arg("budget"),
           py::arg("threads") = 0, py::arg("naive_residual") = false,
           "Exact expected accepted length of each tree, (parent, token, p, q, draw_ptr, draw_child), and\n"
           "every node's reach probability: (accepted (T,), reach (sum of N,)). names and schemes run over\n"

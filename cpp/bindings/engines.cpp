@@ -14,7 +14,7 @@
 
 #include "mdsd/engines/tree.hpp"
 #include "mdsd/engines/vllm.hpp"
-#include "mdsd/parallel.hpp"
+#include "mdsd/core/parallel.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -124,15 +124,15 @@ py::tuple tree_sample(const I64& candidates, const I64& retrive_index, const I64
 }  // namespace
 
 void register_engines(py::module_& m) {
-    m.def("engine_rejection_sample", &rejection_sample, py::arg("draft_token_ids"), py::arg("cu_num_draft_tokens"),
+    m.def("rejection_sample", &rejection_sample, py::arg("draft_token_ids"), py::arg("cu_num_draft_tokens"),
           py::arg("draft_probs"), py::arg("target_probs"), py::arg("bonus_token_ids"), py::arg("is_greedy"),
           py::arg("uniform_probs"), py::arg("recovery_noise"), py::arg("max_spec_len"), py::arg("threads") = 0,
           "vLLM V1's rejection_sample on validated arrays: int64 (B, max_spec_len + 1), -1 placeholders.");
-    m.def("engine_tree_sample", &tree_sample, py::arg("candidates"), py::arg("retrive_index"),
-          py::arg("retrive_next_token"), py::arg("retrive_next_sibling"), py::arg("uniform_samples"),
-          py::arg("uniform_samples_for_final_sampling"), py::arg("target_probs"), py::arg("draft_probs"),
-          py::arg("num_speculative_tokens"), py::arg("verifier"), py::arg("scheme"), py::arg("threshold_single"),
-          py::arg("threshold_acc"), py::arg("work_budget"), py::arg("threads") = 0,
+    m.def("tree_sample", &tree_sample, py::arg("candidates"), py::arg("retrive_index"), py::arg("retrive_next_token"),
+          py::arg("retrive_next_sibling"), py::arg("uniform_samples"), py::arg("uniform_samples_for_final_sampling"),
+          py::arg("target_probs"), py::arg("draft_probs"), py::arg("num_speculative_tokens"), py::arg("verifier"),
+          py::arg("scheme"), py::arg("threshold_single"), py::arg("threshold_acc"), py::arg("work_budget"),
+          py::arg("threads") = 0,
           "SGLang's token-tree verification (verifier='sglang') or a registry verifier at every node, on\n"
           "validated arrays: (predicts (B*N,), accept_index (B, num_speculative_tokens), accept_token_num (B,)),\n"
           "int64 with -1 placeholders. num_speculative_tokens <= 0: the deepest tree's depth + 1.");

@@ -1,10 +1,12 @@
-// The engine case without a plan (verifiers/direct_batch.hpp): row i of raw (B, V) p, q verifies
+// mdsd_fast._core.verifiers: the verifier table, VerifierBatch (verifier_batch.hpp) and the
+// plan-free route ("planless", verifiers/planless/batch.hpp): row i of raw (B, V) p, q verifies
 // tuple i, validation fused into the row's pass. Streams as VerifierBatch::verify: (seed,
 // row_ids[i] or i), so results depend neither on the thread count nor on the chunking. `untouched`
 // (tests only): "optimal" cuts every window from the untouched levels, a deliberately wrong variant
 // (the negative control of the order-freedom its windows rest on, docs/theory.md §12.6).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -12,14 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
-#include "mdsd/rng.hpp"
-#include "mdsd/verifiers/direct_batch.hpp"
+#include "mdsd/core/parallel.hpp"
+#include "mdsd/core/rng.hpp"
+#include "mdsd/verifiers/planless/batch.hpp"
+#include "mdsd/verifiers/registry.hpp"
 #include "raw_pair.hpp"
 #include "row_keys.hpp"
+#include "verifier_batch.hpp"
 
 namespace py = pybind11;
 using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+using mdsd::bindings::F64;
+using mdsd::bindings::VerifierBatch;
 
 namespace {
 
@@ -173,7 +179,60 @@ py::array_t<double> law_direct(const std::string& name, const py::array& p, cons
 
 }  // namespace
 
-void register_direct(py::module_& m) {
+void register_verifiers(py::module_& m) {
+    m.def(
+        "table",
+        [] {
+            py::list out;
+            for (const v::VerifierInfo& e : v::kVerifiers) {
+                py::dict d;
+                d["name"] = e.name;
+                d["schemes"] = e.schemes;
+                d["bound"] = e.bound;
+                d["n_min"] = e.n_min;
+                d["n_max"] = e.n_max > 0 ? static_cast<int64_t>(e.n_max) : mdsd::limits::kMaxDrafts;
+                d["report"] = e.report;
+                d["exact"] = e.exact;
+                out.append(d);
+            }
+            return out;
+        },
+        "The verifier table (cpp/include/mdsd/verifiers/registry.hpp): one dict per verifier.");
+    py::class_<VerifierBatch>(
+        m, "VerifierBatch",
+        "One verifier prepared for every row of (B, V) arrays p, q (validated, normalised). wor_options (the\n"
+        "without-replacement route): exact_head, event_head, last_resort_head, chain_depth (ints >= 1), and the\n"
+        "tests' reference routes h_star_every_prefix (H* from the scan of every prefix) and outer_by_division\n"
+        "(False: the outer system's passes checkpointed).")
+        .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int,
+                      double, const py::dict&>(),
+             py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"), py::arg("lp") = py::none(),
+             py::arg("threads") = 0, py::arg("budget") = v::wor::kDefaultWorkBudget,
+             py::arg("wor_options") = py::dict())
+        .def("route", &VerifierBatch::route,
+             "What the without-replacement route did with each row (optimal / sweep with scheme='wor'): a dict\n"
+             "of arrays work, out_of_budget, best_order, orders_run, alpha_star, alpha_plan and best_order_name.")
+        .def_property_readonly("B", &VerifierBatch::B)
+        .def_property_readonly("V", &VerifierBatch::V)
+        .def_property_readonly("n", &VerifierBatch::n)
+        .def_property_readonly("name", &VerifierBatch::name)
+        .def("exact", &VerifierBatch::exact, py::arg("budget"), py::arg("threads") = 0,
+             "Exact acceptance of every row; raises TooLargeError when the exact route costs more than budget.")
+        .def("cost", &VerifierBatch::cost, "Estimated work of the exact route per row (rrs-wor; 0 otherwise).")
+        .def("rho", &VerifierBatch::rho, "K-SEQ's rho* per row (0 for other verifiers).")
+        .def("simulate", &VerifierBatch::simulate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
+             py::arg("naive_residual") = false, py::arg("row_ids") = py::none(),
+             "Draft and verify `samples` times per row: (tokens[B, s], accepted[B, s], drafts[B, s, n]).\n"
+             "naive_residual=True resamples from p on rejection (a deliberately biased variant, for tests).")
+        .def("estimate", &VerifierBatch::estimate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
+             py::arg("row_ids") = py::none(),
+             "Acceptance estimated by simulation: (rate[B], standard error[B]). row_ids: stable stream keys.")
+        .def("verify", &VerifierBatch::verify, py::arg("drafts"), py::arg("seed"), py::arg("threads") = 0,
+             py::arg("row_ids") = py::none(),
+             "Verify given draft tuples, shape (m, n) with m = B (or any m when B = 1): (token[m], accepted[m]).")
+        .def("law", &VerifierBatch::law, py::arg("tuples"), py::arg("row") = 0, py::arg("naive_residual") = false,
+             "Exact conditional output law Pr[y | tuple] for each tuple of shape (m, n): array (m, V).\n"
+             "naive_residual=True: the law of the biased variant of simulate (for tests).");
     m.def("verify_direct", &verify_direct, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("drafts"),
           py::arg("seed"), py::arg("threads") = 0, py::arg("row_ids") = py::none(), py::arg("tol") = 1e-4,
           py::arg("untouched") = false,

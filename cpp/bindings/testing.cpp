@@ -10,11 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/pair.hpp"
 #include "mdsd/race/pass.hpp"
-#include "mdsd/verifiers/optimal_wor/route.hpp"
 
 namespace py = pybind11;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
@@ -141,7 +140,7 @@ void check_wor_race_args(const F64& p, const F64& q, int n) {
 
 // alpha*_wor by the race integral (wor_method "integral"), its prefix size k_star and the number of
 // tokens laid by a batch, with the tiny tokens batched (defer, the shipped route) or laid one by one
-// (the route before batching; race/tiny_batch.hpp).
+// (the reference; race/tiny_batch.hpp).
 py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
     check_wor_race_args(p, q, n);
     mdsd::DualWorkspace ws;
@@ -152,8 +151,8 @@ py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
 }
 
 // (alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along one of its scans: "chord" (the
-// shipped one, race/chord_scan.hpp), "every" (every prefix the i.i.d. bound leaves, the scan before
-// it), "fine" (every prefix, tokens one by one, `fine` times the nodes per doubling: the high-accuracy
+// shipped one, race/chord_scan.hpp), "every" (every prefix the i.i.d. bound leaves, the scan the
+// chords replace), "fine" (every prefix, tokens one by one, `fine` times the nodes per doubling: the high-accuracy
 // reference), "ends" (chords without splitting runs: a wrong scan, for negative controls) or
 // "fallback" (chords, every split point taken as above its chord: the row falls back). p, q as
 // for wor_alpha_race. fallback: the chord scan met a non-convex Q and the row was scanned at every
@@ -181,11 +180,10 @@ py::tuple wor_alpha_scan(const F64& p, const F64& q, int n, const std::string& s
 
 }  // namespace
 
-void register_dual_testing(py::module_& t);  // register_dual.cpp
+void register_bound_testing(py::module_& t);  // bound.cpp
 
-void register_testing(py::module_& m) {
-    py::module_ t = m.def_submodule("_testing", "Hooks into the C++ kernels for the tests (not a public API).");
-    register_dual_testing(t);
+void register_testing(py::module_& t) {
+    register_bound_testing(t);
     t.def("race_weights", &race_weights, py::arg("q"), py::arg("h"), py::arg("n"),
           "E[1{y in S} prod_{S minus y} h] for every token y, S the n drafts without replacement from q, by the\n"
           "exponential-race quadrature of the full-vocabulary 'wor' plans (for tests against enumeration).");
@@ -196,23 +194,6 @@ void register_testing(py::module_& m) {
           "(alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along the scan 'chord' (shipped),\n"
           "'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference), 'ends' (a wrong\n"
           "scan), 'fallback' (every split taken as non-convex) or 'isolated' (chords unless another prefix may tie).");
-    t.def(
-        "wor_prepare_scans_every_prefix", [](bool every) { mdsd::verif::wor::prepare_scans_every_prefix() = every; },
-        py::arg("every"),
-        "every=True: the wor route's prepare finds H* by the scan of every prefix (before session 16), for benches\n"
-        "and tests comparing it with the chord scan and its argmin check (the default, False).");
-    t.def(
-        "race_pass_keeps_e", [](bool keep) { mdsd::race::pass_keeps_e() = keep; }, py::arg("keep"),
-        "keep=True: the checkpointed race pass keeps every token's e (the form before session 14), for benches and\n"
-        "tests that compare the two forms in one process; False (the default): small tokens without e.");
-    t.def(
-        "wor_events_keeps_e", [](bool keep) { mdsd::verif::wor::events_scan_keeps_e() = keep; }, py::arg("keep"),
-        "keep=True: the prefix-event sweep's scans keep every token's e (the form before session 17), for benches\n"
-        "and tests that compare the two forms in one process; False (the default): small tokens without e.");
-    t.def(
-        "wor_outer_by_division", [](bool div) { mdsd::verif::wor::outer_passes_by_division() = div; }, py::arg("div"),
-        "div=False: the wor route's outer system runs its rank and round passes checkpointed (race::pass, the form\n"
-        "before session 18), for benches and tests comparing the two; True (the default): by division.");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

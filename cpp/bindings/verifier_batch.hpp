@@ -1,6 +1,9 @@
-// Bindings for the verifiers (docs/theory.md §8): exact acceptance, simulation, verification of given
+// VerifierBatch, the class of mdsd_fast._core.verifiers: one registry verifier prepared for every
+// row of (B, V) arrays (docs/theory.md §8): exact acceptance, simulation, verification of given
 // drafts and the exact conditional output law. Inputs arrive validated and normalised from
 // python/mdsd_fast/verifiers.py; every loop runs without the GIL.
+#pragma once
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -12,20 +15,19 @@
 #include <string>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
-#include "mdsd/rng.hpp"
+#include "mdsd/core/parallel.hpp"
+#include "mdsd/core/rng.hpp"
 #include "mdsd/verifiers/registry.hpp"
 #include "row_keys.hpp"
 
+namespace mdsd::bindings {
+
 namespace py = pybind11;
+namespace v = mdsd::verif;
 using F64 = py::array_t<double, py::array::c_style | py::array::forcecast>;
 using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
 using I32 = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
 
-namespace {
-
-namespace v = mdsd::verif;
-using mdsd::bindings::row_keys;
 
 // Samples are drawn in blocks of this many steps; block b of row r uses the stream
 // (seed, id(r) * 2^32 + b), so results do not depend on the number of threads; id(r) is the
@@ -48,6 +50,12 @@ class VerifierBatch {
         wor_opt.work_budget = budget;
         for (const auto& kv : wor_options) {
             const std::string k = py::cast<std::string>(kv.first);
+            // the reference routes of the tests (budget.hpp, Options)
+            if (k == "h_star_every_prefix" || k == "outer_by_division") {
+                (k == "h_star_every_prefix" ? wor_opt.h_star_every_prefix : wor_opt.outer_by_division) =
+                    py::cast<bool>(kv.second);
+                continue;
+            }
             const int64_t x = py::cast<int64_t>(kv.second);
             if (x < 1) throw std::invalid_argument("wor_options: " + k + " must be >= 1");
             if (k == "exact_head") wor_opt.exact_head = static_cast<int>(std::min<int64_t>(x, 64));
@@ -287,57 +295,4 @@ class VerifierBatch {
     std::vector<std::unique_ptr<v::RowBase>> rows_;
 };
 
-
-}  // namespace
-
-void register_verifiers(py::module_& m) {
-    m.def(
-        "verifier_table",
-        [] {
-            py::list out;
-            for (const v::VerifierInfo& e : v::kVerifiers) {
-                py::dict d;
-                d["name"] = e.name;
-                d["schemes"] = e.schemes;
-                d["bound"] = e.bound;
-                d["n_min"] = e.n_min;
-                d["n_max"] = e.n_max > 0 ? static_cast<int64_t>(e.n_max) : mdsd::limits::kMaxDrafts;
-                d["report"] = e.report;
-                d["exact"] = e.exact;
-                out.append(d);
-            }
-            return out;
-        },
-        "The verifier table (cpp/include/mdsd/verifiers/registry.hpp): one dict per verifier.");
-    py::class_<VerifierBatch>(m, "VerifierBatch",
-                              "One verifier prepared for every row of (B, V) arrays p, q (validated, normalised).")
-        .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int,
-                      double, const py::dict&>(),
-             py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"), py::arg("lp") = py::none(),
-             py::arg("threads") = 0, py::arg("budget") = v::wor::kDefaultWorkBudget,
-             py::arg("wor_options") = py::dict())
-        .def("route", &VerifierBatch::route,
-             "What the without-replacement route did with each row (optimal / sweep with scheme='wor'): a dict\n"
-             "of arrays work, out_of_budget, best_order, orders_run, alpha_star, alpha_plan and best_order_name.")
-        .def_property_readonly("B", &VerifierBatch::B)
-        .def_property_readonly("V", &VerifierBatch::V)
-        .def_property_readonly("n", &VerifierBatch::n)
-        .def_property_readonly("name", &VerifierBatch::name)
-        .def("exact", &VerifierBatch::exact, py::arg("budget"), py::arg("threads") = 0,
-             "Exact acceptance of every row; raises TooLargeError when the exact route costs more than budget.")
-        .def("cost", &VerifierBatch::cost, "Estimated work of the exact route per row (rrs-wor; 0 otherwise).")
-        .def("rho", &VerifierBatch::rho, "K-SEQ's rho* per row (0 for other verifiers).")
-        .def("simulate", &VerifierBatch::simulate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
-             py::arg("naive_residual") = false, py::arg("row_ids") = py::none(),
-             "Draft and verify `samples` times per row: (tokens[B, s], accepted[B, s], drafts[B, s, n]).\n"
-             "naive_residual=True resamples from p on rejection (a deliberately biased variant, for tests).")
-        .def("estimate", &VerifierBatch::estimate, py::arg("samples"), py::arg("seed"), py::arg("threads") = 0,
-             py::arg("row_ids") = py::none(),
-             "Acceptance estimated by simulation: (rate[B], standard error[B]). row_ids: stable stream keys.")
-        .def("verify", &VerifierBatch::verify, py::arg("drafts"), py::arg("seed"), py::arg("threads") = 0,
-             py::arg("row_ids") = py::none(),
-             "Verify given draft tuples, shape (m, n) with m = B (or any m when B = 1): (token[m], accepted[m]).")
-        .def("law", &VerifierBatch::law, py::arg("tuples"), py::arg("row") = 0, py::arg("naive_residual") = false,
-             "Exact conditional output law Pr[y | tuple] for each tuple of shape (m, n): array (m, V).\n"
-             "naive_residual=True: the law of the biased variant of simulate (for tests).");
-}
+}  // namespace mdsd::bindings
