@@ -247,5 +247,5 @@ int main() {
         CHECK(none.high == 1.0 && none.work == 0 && none.boxes == 0);
     }
     CHECK(corner_checked >= 5);  // best sets with C and A prefixes below them: the corner's race is used
-    return check::summary("test_wor_bucket");
+    return check::summary("test_unseen_mass");
 }

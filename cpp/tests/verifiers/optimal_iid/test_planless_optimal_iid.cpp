@@ -235,7 +235,7 @@ int main() {
               blind_moved, point_draws);
     CHECK_MSG(same * 1000 >= draws * 999, "samplers agree on only %ld of %ld draws", same, draws);
     std::printf(
-        "test_shadow_verify: %ld cases, %ld tuples: max law diff %.3g beyond the residuals' (%ld beyond 1e-12, "
+        "test_planless_optimal_iid: %ld cases, %ld tuples: max law diff %.3g beyond the residuals' (%ld beyond 1e-12, "
         "within the plan's rounding), %ld with a tiny window (weighted diff <= 1e-12); lossless to %.3g; llm %ld "
         "tuples max diff %.3g, local refinement's pieces within %.2g of full, control (nothing refined) moved %ld; "
         "control moved %ld; samplers agree %ld/%ld; the point-exact sampler race: the winner of every read "
@@ -243,5 +243,5 @@ int main() {
         "%ld\n",
         cases_run, plain, worst, rounded, tiny_tuples, worst_lossless, llm_tuples, worst_llm, worst_local,
         shallow_moved, moved, same, draws, point_same, point_draws, point_coin, point_level, blind_moved);
-    return check::summary("test_shadow_verify");
+    return check::summary("test_planless_optimal_iid");
 }

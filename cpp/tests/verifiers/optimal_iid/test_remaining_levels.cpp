@@ -245,19 +245,20 @@ int main() {
               "only %ld outer, %ld inner cases with a window at the bottom or top", capped[0], capped[1]);
     CHECK_MSG(prefix_same * 100 >= prefix_cases * 97, "exact prefix: the envelope and the cut agree on %ld of %ld",
               prefix_same, prefix_cases);
-    std::printf("test_shadow_windows: the envelope's exact prefix = the cut's on %ld of %ld systems\n", prefix_same,
+    std::printf("test_remaining_levels: the envelope's exact prefix = the cut's on %ld of %ld systems\n", prefix_same,
                 prefix_cases);
     CHECK_MSG(bucket_sorted >= 150, "only %ld bucketed cases sorted a bucket", bucket_sorted);
     CHECK_MSG(merge_missed * 5 >= merge_cases, "control: merging neighbours missed only %ld of %ld", merge_missed,
               merge_cases);
     std::printf(
-        "test_shadow_windows: bucketed = envelope within %.2g (%ld cases sorted a bucket); merged neighbours "
+        "test_remaining_levels: bucketed = envelope within %.2g (%ld cases sorted a bucket); merged neighbours "
         "missed %ld of %ld\n",
         bucket_worst, bucket_sorted, merge_missed, merge_cases);
     CHECK_MSG(control_missed * 5 >= control_cases, "negative control: id order missed only %ld of %ld", control_missed,
               control_cases);
     std::printf(
-        "test_shadow_windows: %ld outer sets (%ld with windows at the top), %ld inner sets (%ld at the bottom) cut in "
+        "test_remaining_levels: %ld outer sets (%ld with windows at the top), %ld inner sets (%ld at the bottom) cut "
+        "in "
         "random orders: cut within %.2g of the long-double envelope (beyond 1e-13 in %ld), double envelope within "
         "%.2g; "
         "control: id order missed %ld of %ld\n",
@@ -310,11 +311,11 @@ int main() {
         }
     }
     std::printf(
-        "test_shadow_windows: LLM-like rows (V = 2,000), distance to the long-double envelope: double envelope %.2g, "
+        "test_remaining_levels: LLM-like rows (V = 2,000), distance to the long-double envelope: double envelope %.2g, "
         "ratio-order cut %.2g, shuffled cut %.2g\n",
         env_err, cut_err, shuf_err);
     std::printf(
-        "test_shadow_windows: LLM-like rows, bucketed (64 and 1,024 buckets) within %.2g; with 1,024 buckets "
+        "test_remaining_levels: LLM-like rows, bucketed (64 and 1,024 buckets) within %.2g; with 1,024 buckets "
         "%.1f %% of the tokens sorted\n",
         llm_bucket, 100.0 * llm_sorted / std::max(1.0, llm_tokens));
 
@@ -345,7 +346,7 @@ int main() {
     CHECK_MSG(llm_reads_missed * 10 >= llm_reads, "control: refining from the deepest read missed only %ld of %ld",
               llm_reads_missed, llm_reads);
     std::printf(
-        "test_shadow_windows: remaining_at = the prefixes' envelopes within %.2g (%ld small systems, %ld LLM-like "
+        "test_remaining_levels: remaining_at = the prefixes' envelopes within %.2g (%ld small systems, %ld LLM-like "
         "reads); control: refining from the deepest read only missed %ld of %ld\n",
         reads_worst, reads_cases, llm_reads, llm_reads_missed, llm_reads);
 
@@ -371,5 +372,5 @@ int main() {
         const double d1 = set_distance(sw::remaining(s1, &q1[1], &p1[1], 1), cut(p1, q1, one, s1, false).left);
         CHECK_MSG(d1 <= 1e-13, "n = 1: %.3g", d1);
     }
-    return check::summary("test_shadow_windows");
+    return check::summary("test_remaining_levels");
 }

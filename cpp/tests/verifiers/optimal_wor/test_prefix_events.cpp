@@ -179,5 +179,5 @@ int main() {
     Gen g(20261217);
     test_scan_forms(g);
     test_sweep_forms(g);
-    return check::summary("test_wor_events");
+    return check::summary("test_prefix_events");
 }

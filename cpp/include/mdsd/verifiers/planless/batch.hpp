@@ -31,8 +31,8 @@ inline Kind parse_direct(const std::string& name) {
 }
 
 // Buckets of the levels before the optimal drafts (shadow::remaining_at, one pass per system):
-// bench_shadow.cpp's choice (64 and 1,024 are 6-26 % slower at V = 49,152), the same law as
-// without buckets (test_shadow_verify.cpp).
+// bench/bench_shadow.cpp's choice (64 and 1,024 are 6-26 % slower at V = 49,152), the same law as
+// without buckets (test_planless_optimal_iid.cpp).
 constexpr int kOptimalBuckets = 256;
 
 // One thread's normalised row, kseq's bracket and optimal's workspaces.
