@@ -100,7 +100,7 @@ void run_rows(d::Kind kind, const T* pp, const T* qq, int64_t B, int64_t V, doub
 }
 
 // (tokens[B], accepted[B], None) or, for invalid p or q, (None, None, (status, side, row, value)):
-// the first broken rule of p (side 0) in any row, else of q (side 1), as _core.normalize_rows
+// the first broken rule of p (side 0) in any row, else of q (side 1), as _core.inputs.normalize_rows
 // reports it. Draft errors raise ValueError naming the row.
 py::tuple verify_direct(const std::string& name, const py::array& p, const py::array& q, const I64& drafts,
                         uint64_t seed, int threads, const py::object& row_ids, double tol, bool untouched) {

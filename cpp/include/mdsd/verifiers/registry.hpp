@@ -28,7 +28,7 @@ namespace mdsd::verif {
 enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, Topk, OptimalLp, Optimal, Sweep };
 
 // The verifier table: what each verifier is, read by the registry below and by the Python layer
-// (_core.verifier_table(): verifiers.py and the gap report build their facts from it).
+// (_core.verifiers.table(): verifiers.py and the gap report build their facts from it).
 struct VerifierInfo {
     const char* name;
     Kind kind;

@@ -1,4 +1,4 @@
-// The engine case end to end, one row at a time (bound as _core.verify_direct): the raw input row
+// The engine case end to end, one row at a time (bound as _core.verifiers.verify_direct): the raw input row
 // (float32 or float64, as the caller has it) is validated by validate.hpp's pair pass, scaled by
 // 1/sum into the thread's scratch (within an ulp of _validate.as_pair's rows, without a (B, V) copy),
 // and walked by planless/rrs.hpp ("sd", "rrs", "rrs-wor"), planless/kseq.hpp ("kseq") or, for "optimal"
