@@ -10,8 +10,8 @@ same contexts as the shipped sample, every row to 1 - 1e-6), and the shipped cut
 
 Timed per row, one thread, inputs validated float64 (V wide):
 - alpha* iid / wor at n = 4: ``mf.optimal_acceptance(p, q, 4, scheme, threads=1)``;
-- the optimal verifiers' preparation at n = 4: ``_core.VerifierBatch("optimal", p, q, 4, "iid", None,
-  1)`` and the without-replacement route ``_core.VerifierBatch("sweep", p, q, 4, "wor", None, 1,
+- the optimal verifiers' preparation at n = 4: ``_core.verifiers.VerifierBatch("optimal", p, q, 4, "iid", None,
+  1)`` and the without-replacement route ``_core.verifiers.VerifierBatch("sweep", p, q, 4, "wor", None, 1,
   WOR_WORK_BUDGET)``;
 - the report's per-position cost: ``gap_report`` with its default settings on those rows, wall time
   divided by the number of rows (one process).
@@ -55,8 +55,12 @@ def bench(name: str, ds: mf.LMDataset, k: int) -> dict[str, Any]:
         p2, q2 = p[None, :], q[None, :]
         out["alpha iid n=4"].append(_timed(lambda: mf.optimal_acceptance(p, q, 4, "iid", threads=1)))
         out["alpha wor n=4"].append(_timed(lambda: mf.optimal_acceptance(p, q, 4, "wor", threads=1)))
-        out["optimal iid n=4"].append(_timed(lambda: _core.VerifierBatch("optimal", p2, q2, 4, "iid", None, 1)))
-        out["sweep wor n=4"].append(_timed(lambda: _core.VerifierBatch("sweep", p2, q2, 4, "wor", None, 1, budget)))
+        out["optimal iid n=4"].append(
+            _timed(lambda: _core.verifiers.VerifierBatch("optimal", p2, q2, 4, "iid", None, 1))
+        )
+        out["sweep wor n=4"].append(
+            _timed(lambda: _core.verifiers.VerifierBatch("sweep", p2, q2, 4, "wor", None, 1, budget))
+        )
     with tempfile.TemporaryDirectory() as tmp:
         path = sub.save(f"{tmp}/rows.npz", encoding="float64")
         t = time.perf_counter()

@@ -11,8 +11,8 @@
 #include <ctime>
 #include <vector>
 
-#include "mdsd/dual.hpp"
-#include "mdsd/iid_exact.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/bound/iid_exact.hpp"
 
 // The minimum CPU time of the calling thread over `reps` calls, in us: the machine is shared, and
 // time slices lost to other processes do not count (POSIX; the bench is a standalone tool).

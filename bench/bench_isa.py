@@ -11,7 +11,7 @@ baseline / avx2, and whether the two results are the same bits (a digest of the 
 Jobs:
 - ``copy``: np.copyto of p and q (the memory-stream floor of bench_roofline.py; the same numpy in
   both workers, so its ratio shows the noise of the run);
-- ``alpha``: the C++ alpha* kernel (``_core.dual_batch``) on one LLM-like row (bench_dual.llm_like,
+- ``alpha``: the C++ alpha* kernel (``_core.bound.dual_batch``) on one LLM-like row (bench_dual.llm_like,
   seed 0) for iid and wor, n = 2, 4, 8, at V = 49,152 and 151,936;
 - ``public``: ``optimal_acceptance`` on a (64, 49,152) batch, one thread (validation included);
 - ``verify``: the engine case, one tuple per row (``verify``, 64 rows of bench_verify_batch.rows);
@@ -88,7 +88,7 @@ def worker(step: int, heldout: int) -> None:
             return lambda: (np.copyto(bp, p2), np.copyto(bq, q2), 0)[-1]
         if kind == "alpha":
             p2, q2, _, _ = pairs[int(a[0])]
-            return lambda: _core.dual_batch(p2, q2, int(a[2]), a[1], "auto", False, 1)[0]
+            return lambda: _core.bound.dual_batch(p2, q2, int(a[2]), a[1], "auto", False, 1)[0]
         if kind == "public":
             return lambda: mf.optimal_acceptance(P, Q, 4, scheme=a[0], threads=1)
         if kind == "verify":
@@ -101,7 +101,7 @@ def worker(step: int, heldout: int) -> None:
             q2 = np.ascontiguousarray((q / q.sum())[None, :], np.float64)
 
             def prep() -> Any:
-                vb = _core.VerifierBatch("sweep", p2, q2, int(a[0]), "wor", None, 1, mf.WOR_WORK_BUDGET)
+                vb = _core.verifiers.VerifierBatch("sweep", p2, q2, int(a[0]), "wor", None, 1, mf.WOR_WORK_BUDGET)
                 return vb.route()["work"], vb.exact(2e8, 1)
 
             return prep

@@ -5,7 +5,7 @@ Run:  python bench/bench_optimal.py [--repeats 15] [--wor-step 9] [--json bench/
 Per position the verifier prepares once (the certificate H* by the sorted-prefix dual, then the
 level pieces of every token, then the residual) and verifies a tuple in O(n log n + pieces). Timed:
 
-- core:   ``_core.VerifierBatch("optimal", p, q, n, "iid", None, threads=1)`` + ``.verify`` of one
+- core:   ``_core.verifiers.VerifierBatch("optimal", p, q, n, "iid", None, threads=1)`` + ``.verify`` of one
           tuple (inputs already validated float64), i.e. the C++ work per position;
 - public: ``mdsd_fast.verify("optimal", p, q, drafts, threads=1)``, one call that validates,
           prepares and verifies;
@@ -72,7 +72,7 @@ def time_core(p: np.ndarray, q: np.ndarray, n: int, drafts: np.ndarray) -> float
     q2 = np.ascontiguousarray(q[None, :])
     d2 = np.ascontiguousarray(drafts[None, :])
     t0 = time.perf_counter()
-    b = _core.VerifierBatch("optimal", p2, q2, n, "iid", None, 1)
+    b = _core.verifiers.VerifierBatch("optimal", p2, q2, n, "iid", None, 1)
     b.verify(d2, 1, 1)
     return (time.perf_counter() - t0) * 1e3
 
@@ -92,7 +92,7 @@ def time_alpha(p: np.ndarray, q: np.ndarray, n: int) -> float:
 def time_core_wor(p: np.ndarray, q: np.ndarray, n: int, drafts: np.ndarray) -> tuple[float, bool]:
     t = time.perf_counter()
     try:
-        b = _core.VerifierBatch("optimal", p[None, :], q[None, :], n, "wor", None, 1)
+        b = _core.verifiers.VerifierBatch("optimal", p[None, :], q[None, :], n, "wor", None, 1)
     except ValueError:
         return (time.perf_counter() - t) * 1e3, False
     b.verify(drafts[None, :], 1, 1)

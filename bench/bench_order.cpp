@@ -18,7 +18,7 @@
 #define mdsd mdsd_base
 #include MDSD_BASE_ORDER
 #undef mdsd
-#include "mdsd/order.hpp"
+#include "mdsd/core/order.hpp"
 
 static double cpu_us() {  // the calling thread's CPU time: time slices lost to other jobs do not count
     timespec t;

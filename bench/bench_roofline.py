@@ -11,7 +11,7 @@ A ratio to numpy.argsort depends on the machine (a radix sort is memory-bound, a
 the physical floor does not: a kernel that reads p and q must at least stream 2 * 8 * V bytes.
 For each V and kernel this times, side by side in one loop (medians), on one thread:
 
-* the kernel (the C++ dual through ``_core.dual_batch`` on one validated row, no Python checks),
+* the kernel (the C++ dual through ``_core.bound.dual_batch`` on one validated row, no Python checks),
 * the floor: ``np.copyto`` of p and q into preallocated buffers (the same bytes read once),
 * ``numpy.argsort`` of V float64 values,
 * for iid kernels, also the full-sort route the selection replaced (``_core._testing.dual_batch_sorted``,
@@ -83,7 +83,7 @@ def copy_rows(p2: np.ndarray, q2: np.ndarray, bp: np.ndarray, bq: np.ndarray, th
 
 def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]) -> list[dict[str, object]]:
     """iid n = 4 on a (B, V) batch, one thread against two (wall clock, 3 alternate runs): the C++
-    kernel alone (``_core.dual_batch`` on validated rows), the public API (validation included; on
+    kernel alone (``_core.bound.dual_batch`` on validated rows), the public API (validation included; on
     float64 and on float32 rows, the width a log or an engine keeps them in) and
     the floor (the same bytes copied by one and by two threads, ``copy_rows``), so the kernel's
     speed-up reads against what the memory allows."""
@@ -102,7 +102,7 @@ def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]
         P32, Q32 = P.astype(np.float32), Q.astype(np.float32)
         bp, bq = np.empty_like(p2), np.empty_like(q2)
         for route, call in (
-            ("kernel", lambda t: _core.dual_batch(p2, q2, 4, "iid", "auto", False, t)),  # noqa: B023
+            ("kernel", lambda t: _core.bound.dual_batch(p2, q2, 4, "iid", "auto", False, t)),  # noqa: B023
             ("mf.optimal_acceptance", lambda t: mf.optimal_acceptance(P, Q, 4, "iid", threads=t)),  # noqa: B023
             ("mf.optimal_acceptance, float32", lambda t: mf.optimal_acceptance(P32, Q32, 4, "iid", threads=t)),  # noqa: B023
             ("floor (copy of p, q)", lambda t: copy_rows(p2, q2, bp, bq, t)),  # noqa: B023
@@ -173,7 +173,7 @@ def main() -> int:
         for scheme, n in KERNELS:
 
             def kernel(s: str = scheme, k: int = n) -> None:
-                _core.dual_batch(p2, q2, k, s, "auto", False, 1)
+                _core.bound.dual_batch(p2, q2, k, s, "auto", False, 1)
 
             t_k, t_f = timed(kernel, floor)
             t_k2, t_s = timed(kernel, lambda: np.argsort(p2[0]))

@@ -1,9 +1,9 @@
 // Micro-bench of the remaining levels in one pass (shadow::remaining, after the ratio sort) and
-// without a sort (shadow::remaining_bucketed; shadow_windows.hpp, docs/theory.md §12.6) against the
-// token-by-token cut of the level race (level_windows.hpp, as OptimalIid::prepare runs it), on
+// without a sort (shadow::remaining_bucketed; optimal_iid/remaining_levels.hpp, docs/theory.md §12.6) against the
+// token-by-token cut of the level race (optimal_iid/level_windows.hpp, as OptimalIid::prepare runs it), on
 // LLM-like rows (bench_dual.py's llm_like: logits N(0, 3^2), q's logits + N(0, 1)), n = 4, one
 // thread (CPU time, best of 5); the full sort (dual_prefix) and the whole plan
-// (OptimalIid::prepare) timed in the same loop. Then one drafted tuple per row (shadow_verify.hpp,
+// (OptimalIid::prepare) timed in the same loop. Then one drafted tuple per row (optimal_iid/planless.hpp,
 // row setup + walk, sorted and bucketed levels) against alpha* and the plan route (prepare + walk),
 // the same rows and seed, and the race alone: each system's drafts from one envelope pass
 // (remaining_at, the default) against one pass per draft. Standalone:
@@ -15,11 +15,11 @@
 #include <random>
 #include <vector>
 
-#include "mdsd/dual.hpp"
-#include "mdsd/verifiers/level_windows.hpp"
-#include "mdsd/verifiers/optimal_iid.hpp"
-#include "mdsd/verifiers/shadow_verify.hpp"
-#include "mdsd/verifiers/shadow_windows.hpp"
+#include "mdsd/bound/dual.hpp"
+#include "mdsd/verifiers/optimal_iid/level_windows.hpp"
+#include "mdsd/verifiers/optimal_iid/plan.hpp"
+#include "mdsd/verifiers/optimal_iid/planless.hpp"
+#include "mdsd/verifiers/optimal_iid/remaining_levels.hpp"
 
 namespace lv = mdsd::verif::level;
 namespace sw = mdsd::verif::shadow;
@@ -50,7 +50,7 @@ int main() {
     const int Bs[4] = {256, 1024, 4096, 16384};
     double share[4] = {0, 0, 0, 0}, t_bucket[4] = {0, 0, 0, 0}, bdiff = 0;
     int max_rounds[4] = {0, 0, 0, 0};
-    // one drafted tuple per row (shadow_verify.hpp) against alpha* and the plan route, same rows
+    // one drafted tuple per row (optimal_iid/planless.hpp) against alpha* and the plan route, same rows
     double t_alpha = 0, t_row = 0, t_tuple = 0, t_tuple_b = 0, t_tuple_l = 0, t_plan_tuple = 0;
     long agree = 0, agree_b = 0, agree_l = 0;
     double t_race[4] = {0, 0, 0, 0}, race_diff = 0, t_row_nores = 0, t_residual = 0;
@@ -276,8 +276,9 @@ int main() {
                 100.0 * capped[0] / sys_size[0], sys_size[0] / rows, 100.0 * capped[1] / sys_size[1],
                 sys_size[1] / rows);
     std::printf("  bucketed vs full envelope: largest endpoint difference %.1e\n", bdiff);
-    std::printf("one drafted tuple per row (shadow_verify.hpp; the same seed gave the plan's output on %ld of %d):\n",
-                agree, rows);
+    std::printf(
+        "one drafted tuple per row (optimal_iid/planless.hpp; the same seed gave the plan's output on %ld of %d):\n",
+        agree, rows);
     std::printf("  alpha* (dual_alpha, iid select)  %.3f\n", t_alpha / rows);
     std::printf("  row setup (make_row)             %.3f\n", t_row / rows);
     std::printf("  make_row + one tuple             %.3f  (%.1fx alpha*)\n", t_tuple / rows, t_tuple / t_alpha);

@@ -5,7 +5,7 @@ Run:  python bench/bench_wor_route.py [--ns 2,3,4,8] [--step 18] [--heldout 40] 
 
 Per row (V = 49,152, one thread, rows one after the other in this one process):
 
-- time:  ``_core.VerifierBatch("sweep", p2, q2, n, "wor", None, 1)`` -- the preparation of the
+- time:  ``_core.verifiers.VerifierBatch("sweep", p2, q2, n, "wor", None, 1)`` -- the preparation of the
          keep-policy verifier, i.e. the plan; p2, q2 = the row as C-contiguous (1, V) float64,
          renormalised. Wall time (ms) and the thread's CPU time (ms; less sensitive to a shared
          machine) are both recorded.
@@ -51,7 +51,9 @@ EXACT_BUDGET = 2e8
 
 def prepare(p2: np.ndarray, q2: np.ndarray, n: int, budget: float | None) -> Any:
     """The timed call: the keep-policy ("sweep") without-replacement verifier for one row."""
-    return _core.VerifierBatch("sweep", p2, q2, n, "wor", None, 1, mf.WOR_WORK_BUDGET if budget is None else budget)
+    return _core.verifiers.VerifierBatch(
+        "sweep", p2, q2, n, "wor", None, 1, mf.WOR_WORK_BUDGET if budget is None else budget
+    )
 
 
 def measure_row(p: np.ndarray, q: np.ndarray, n: int, budget: float | None) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Run:  python bench/bench_wor_rows.py [--ns 4 8] [--step 18] [--heldout 40] [--re
 bench_roofline.py times synthetic rows (bench_dual.llm_like). The without-replacement kernel's time
 depends on the row (how many prefixes its scan must integrate), so this times it on every --step-th
 shipped row (``mdsd_fast.load_dataset()``, renormalised) and on --heldout rows of tests/heldout.py
-(seed 0): ``_core.dual_batch`` on the validated row, alternating with ``numpy.argsort`` of V float64
+(seed 0): ``_core.bound.dual_batch`` on the validated row, alternating with ``numpy.argsort`` of V float64
 values, this thread's CPU time, min of --repeats (steadier on a shared machine, see
 bench_dual.side_by_side). Prints one markdown row per (set, n): mean / max ms and the median / p90
 / max of kernel / argsort.
@@ -58,7 +58,7 @@ def main() -> None:
                     continue
                 p2, q2, _ = as_pair(p[None], q[None])
                 tk, ta = side_by_side(
-                    lambda: _core.dual_batch(p2, q2, n, "wor", "auto", False, 1),  # noqa: B023
+                    lambda: _core.bound.dual_batch(p2, q2, n, "wor", "auto", False, 1),  # noqa: B023
                     lambda: np.argsort(x),
                     args.repeats,
                     time.thread_time,

@@ -1,7 +1,7 @@
 """alpha* of dense input without a validated copy of the batch (``bound._alpha_direct``,
-``_core.dual_direct``): each raw row is validated and normalised in its own C++ pass into the
+``_core.bound.dual_direct``): each raw row is validated and normalised in its own C++ pass into the
 thread's scratch, float32 kept float32 until then. Checked against the validated route
-(``as_pair`` then ``_core.dual_batch``, kept for sparse input and as the reference): the same
+(``as_pair`` then ``_core.bound.dual_batch``, kept for sparse input and as the reference): the same
 alpha* bit for bit and the same certificates, for every scheme, float32 and float64, a batch, one
 row and a row broadcast against a batch, any thread count; bad input named as the validated route
 names it. Negative control: rows normalised by a multiplication (1 ulp from the division) move
@@ -24,7 +24,7 @@ SCHEMES = [("iid", 1), ("iid", 4), ("wor", 2), ("wor", 4), ("greedy", 3), ("topk
 
 def _validated(P: np.ndarray, Q: np.ndarray, n: int, scheme: str) -> tuple[np.ndarray, list[np.ndarray]]:
     p2, q2, _ = as_pair(P, Q)
-    return _core.dual_batch(p2, q2, n, scheme, "auto", True, 1)
+    return _core.bound.dual_batch(p2, q2, n, scheme, "auto", True, 1)
 
 
 def _message(f: Callable[[], object]) -> str:
@@ -69,7 +69,7 @@ def test_a_one_ulp_change_of_the_rows_is_seen() -> None:
     want = mf.optimal_acceptance(P, Q, 4)
     Pm = P * (1.0 / P.sum(axis=1, keepdims=True))
     Qm = Q * (1.0 / Q.sum(axis=1, keepdims=True))
-    moved = _core.dual_batch(Pm, Qm, 4, "iid", "auto", False, 1)[0] != want
+    moved = _core.bound.dual_batch(Pm, Qm, 4, "iid", "auto", False, 1)[0] != want
     assert moved.sum() >= 1
 
 

@@ -4,7 +4,7 @@ full-sort route.
 F(k) = [P_k] - [S_k]^n with [.] the exact prefix mass rounded once, so F depends on the prefix's
 token set, and the selection sorts only the window of buckets that provably holds the minimiser;
 alpha* and the certificate must be the same bits as the sorted route's, not merely close. Each test
-compares the two routes of the same C++ kernel (``_core.dual_batch`` and
+compares the two routes of the same C++ kernel (``_core.bound.dual_batch`` and
 ``_core._testing.dual_batch_sorted``) on the same validated arrays, and the forced ExactSum path
 (``iid_select_kept(..., force_exact=True)``) where it says so. Controls: a one-ulp change is caught;
 the rows are ones where the summation order changes the bits of a plain sum (so equal bits are
@@ -24,7 +24,7 @@ from reference import random_case
 
 def _routes(p: np.ndarray, q: np.ndarray, n: int, scheme: str = "iid", threads: int = 1):
     p2, q2, _ = as_pair(p, q)
-    sel = _core.dual_batch(p2, q2, n, scheme, "auto", True, threads)
+    sel = _core.bound.dual_batch(p2, q2, n, scheme, "auto", True, threads)
     srt = _core._testing.dual_batch_sorted(p2, q2, n, scheme, "auto", True, 1)
     return p2, q2, sel, srt
 
@@ -213,7 +213,7 @@ def test_window_is_a_small_part_of_the_support_on_llm_rows() -> None:
     p2, q2, _ = as_pair(P, Q)
     for n in (2, 4, 8):
         kept, support, fb, window, exact, _, _ = _core._testing.iid_select_kept(p2, q2, n)
-        _, certs = _core.dual_batch(p2, q2, n, "iid", "auto", True, 1)
+        _, certs = _core.bound.dual_batch(p2, q2, n, "iid", "auto", True, 1)
         assert not fb.any() and not exact.any()
         assert all(len(c) <= k for c, k in zip(certs, kept, strict=True))
         assert (window < 0.05 * support).all()
@@ -268,7 +268,7 @@ def test_shipped_rows_against_fsum_at_the_certificate() -> None:
     p2, q2, _ = as_pair(p / p.sum(axis=1, keepdims=True), q / q.sum(axis=1, keepdims=True))
     differ = 0
     for n in (1, 4, 8):
-        a, certs = _core.dual_batch(p2, q2, n, "iid", "auto", True, 1)
+        a, certs = _core.bound.dual_batch(p2, q2, n, "iid", "auto", True, 1)
         for r, H in enumerate(certs):
             ref = min(1.0, 1.0 + (math.fsum(p2[r, H]) - _ipow(math.fsum(q2[r, H]), n)))
             assert np.float64(ref).view(np.int64) == np.float64(a[r]).view(np.int64), (r, n)

@@ -49,7 +49,7 @@ def test_flow_at_benchmark_sizes(k: int, n: int) -> None:
     q = rng.dirichlet(np.full(k, 0.5))
     for scheme in ("iid", "wor"):
         a, H = mf.optimal_acceptance(p, q, n, scheme, return_certificate=True)
-        model = _core.FlowModel(p, q, n, scheme, 1e8)
+        model = _core.bound.FlowModel(p, q, n, scheme, 1e8)
         hinted = model.max_flow(H)
         plain = model.max_flow()
         assert hinted["used_hint"] and not plain["used_hint"]
@@ -65,7 +65,7 @@ def test_wrong_hint_falls_back_to_the_plain_max_flow() -> None:
     p = rng.dirichlet(np.full(30, 0.5))
     q = rng.dirichlet(np.full(30, 0.5))
     a = mf.optimal_acceptance(p, q, 3, "iid")
-    model = _core.FlowModel(p, q, 3, "iid", 1e8)
+    model = _core.bound.FlowModel(p, q, 3, "iid", 1e8)
     for wrong in (np.arange(30), np.arange(0), np.arange(0, 30, 2)):
         r = model.max_flow(wrong)
         assert not r["used_hint"]

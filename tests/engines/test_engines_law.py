@@ -199,9 +199,9 @@ def test_depth_one_tree_matches_the_verifier_law(verifier: str, scheme: str, tup
     p = np.array([0.30, 0.05, 0.25, 0.15, 0.25])
     q = np.array([0.10, 0.20, 0.15, 0.20, 0.35])
     n, M = len(tup), 20_000
-    law = _core.VerifierBatch(verifier, p[None], q[None], n, scheme, None, 1, mf.WOR_WORK_BUDGET).law(np.array([tup]))[
-        0
-    ]
+    law = _core.verifiers.VerifierBatch(verifier, p[None], q[None], n, scheme, None, 1, mf.WOR_WORK_BUDGET).law(
+        np.array([tup])
+    )[0]
     rng = np.random.default_rng(41)
     coins, final = rng.random((M, n + 1)), rng.random(M)
     nxt = np.array([1] + [-1] * n)

@@ -2,7 +2,7 @@
 entries, rounded once. ``math.fsum`` is the reference (it is correctly rounded too); the rows include
 ones where a compensated running sum (the sum before) is one ulp off, a sum exactly at a rounding
 midpoint (the lanes' bound cannot decide it: the ExactSum fallback), float32 rows and every order
-of the same entries. The fused engine pass (``_core.verify_direct``, ``_core.dual_direct``) uses
+of the same entries. The fused engine pass (``_core.verifiers.verify_direct``, ``_core.bound.dual_direct``) uses
 the same function, so the dense and sparse routes' equality tests cover it too."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from mdsd_fast import _core
 def csr_sum(x: np.ndarray) -> float:
     """The row sum of one row through csr_row_sums (its positive entries)."""
     v = np.ascontiguousarray(x[x > 0], dtype=np.float64)
-    return float(_core.csr_row_sums(v, np.array([0, v.size], dtype=np.int64))[0])
+    return float(_core.inputs.csr_row_sums(v, np.array([0, v.size], dtype=np.int64))[0])
 
 
 def neumaier(x: np.ndarray) -> float:
@@ -61,7 +61,7 @@ def test_csr_row_sums_are_the_rounded_exact_sum() -> None:
 def test_dense_rows_normalise_by_the_same_sum() -> None:
     rows = adversarial()
     for x in rows:
-        out, status, _r, _v = _core.normalize_rows(x[None, :], 1e300, 1)
+        out, status, _r, _v = _core.inputs.normalize_rows(x[None, :], 1e300, 1)
         assert status == 0
         np.testing.assert_array_equal(out[0], x / math.fsum(x))
 
@@ -75,7 +75,7 @@ def test_order_and_width_do_not_change_the_sum(seed: int) -> None:
     x32 = x.astype(np.float32)
     s = math.fsum(x32.astype(np.float64))
     for perm in (np.arange(x.size), rng.permutation(x.size), rng.permutation(x.size)):
-        out, status, _r, _v = _core.normalize_rows(np.ascontiguousarray(x32[perm][None, :]), 1e-3, 1)
+        out, status, _r, _v = _core.inputs.normalize_rows(np.ascontiguousarray(x32[perm][None, :]), 1e-3, 1)
         assert status == 0
         np.testing.assert_array_equal(out[0], x32[perm].astype(np.float64) / s)
         assert csr_sum(x32[perm].astype(np.float64)) == s
@@ -83,9 +83,9 @@ def test_order_and_width_do_not_change_the_sum(seed: int) -> None:
 
 def test_broken_rows_are_named_and_overflow_is_inf() -> None:
     big = np.finfo(np.float64).max
-    _out, status, r, value = _core.normalize_rows(np.array([[0.5, 0.5], [big, big]]), 1e-6, 1)
+    _out, status, r, value = _core.inputs.normalize_rows(np.array([[0.5, 0.5], [big, big]]), 1e-6, 1)
     assert (status, r, value) == (3, 1, math.inf)
-    _out, status, r, value = _core.normalize_rows(np.array([[0.5, 0.5, 0.0, 0.0, 0.0, -0.25]]), 1e-6, 1)
+    _out, status, r, value = _core.inputs.normalize_rows(np.array([[0.5, 0.5, 0.0, 0.0, 0.0, -0.25]]), 1e-6, 1)
     assert (status, r, value) == (2, 0, -0.25)
-    _out, status, r, _value = _core.normalize_rows(np.array([[0.5, np.nan, 0.5, 0.0, 0.0]]), 1e-6, 1)
+    _out, status, r, _value = _core.inputs.normalize_rows(np.array([[0.5, np.nan, 0.5, 0.0, 0.0]]), 1e-6, 1)
     assert (status, r) == (1, 0)

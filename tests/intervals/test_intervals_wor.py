@@ -54,7 +54,7 @@ def phantom_low(p: np.ndarray, q: np.ndarray, n: int, J: int) -> float:
 
 def bucket_low(p: np.ndarray, q: np.ndarray, n: int) -> float:
     """The core's bucket value of one dense row (no slack)."""
-    return float(_core.wor_bucket_alpha(p[None], q[None], np.array([1 - q.sum()]), n)[0])
+    return float(_core.intervals.wor_low_end(p[None], q[None], np.array([1 - q.sum()]), n)[0])
 
 
 @pytest.mark.parametrize("n", [2, 3, 4])
@@ -264,10 +264,12 @@ def test_input_types_chunks_and_order_give_the_same_bits(n: int) -> None:
 def test_kernels_name_bad_arguments() -> None:
     x = np.array([[0.5, 0.2]])
     with pytest.raises(ValueError, match="u: the bucket"):
-        _core.wor_bucket_alpha(x, x, np.array([0.0]), 2)
+        _core.intervals.wor_low_end(x, x, np.array([0.0]), 2)
     with pytest.raises(ValueError, match="k: must be in"):
-        _core.wor_bucket_alpha(x, x, np.array([0.3]), 0)
+        _core.intervals.wor_low_end(x, x, np.array([0.3]), 0)
     with pytest.raises(ValueError, match="p, q: expected"):
-        _core.wor_cut_min(x, x[:, :1], np.array([0]), *(np.array([0.1]),) * 4, 2, np.array([0.0]), np.array([0]))
+        _core.intervals.wor_cut_min(
+            x, x[:, :1], np.array([0]), *(np.array([0.1]),) * 4, 2, np.array([0.0]), np.array([0])
+        )
     with pytest.raises(ValueError, match="n_tc: counts"):
-        _core.wor_cut_min(x, x, np.array([0]), *(np.array([0.1]),) * 4, 2, np.array([0.0]), np.array([-1]))
+        _core.intervals.wor_cut_min(x, x, np.array([0]), *(np.array([0.1]),) * 4, 2, np.array([0.0]), np.array([-1]))

@@ -39,7 +39,7 @@ def kernel(pl: object, ql: object, n: int, pieces: int = wc.CAP_PIECES, tq_scale
     """The C++ high (no slack) of "wor" rows on the union layout."""
     z = np.zeros(pl.x.shape[0])
     return np.asarray(
-        _core.wor_cut_min(
+        _core.intervals.wor_cut_min(
             pl.x, ql.x, pl.hidden.astype(np.int64), pl.u, pl.t, ql.u, ql.t * tq_scale, n, z,
             z.astype(np.int64), pieces=pieces,
         )

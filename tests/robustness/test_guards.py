@@ -173,7 +173,7 @@ LONG_CALLS = {
     "max-flow": (
         "rng = np.random.default_rng(0); V = 2500\n"
         "p = rng.dirichlet(np.ones(V)); q = rng.dirichlet(np.ones(V))\n"
-        "m = _core.FlowModel(p, q, 2, 'iid', 1e8, None, None)",
+        "m = _core.bound.FlowModel(p, q, 2, 'iid', 1e8, None, None)",
         "[m.max_flow(None) for _ in range(1000)]",
     ),
     # the full-vocabulary wor route of "optimal" with a large work budget: shipped row 336 at n = 2 runs every order and the

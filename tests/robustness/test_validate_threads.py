@@ -1,5 +1,5 @@
 """``threads=`` reaches input validation and every kernel: the entry points that take it hand it to
-the C++ pass that checks and normalises dense p and q (``_core.normalize_rows``) and to every
+the C++ pass that checks and normalises dense p and q (``_core.inputs.normalize_rows``) and to every
 kernel they run, so ``threads=1`` keeps a call on one core from its first pass on; and the
 validated rows, like every result, are bit for bit the same on 1 and 2 threads.
 
@@ -58,11 +58,11 @@ CALLS: dict[str, Callable[[int | None], Any]] = {
 
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The ``threads`` of every call of the real ``_core.normalize_rows`` during the test, and of
-    ``_core.dual_direct`` (dense alpha*: it validates each row in its own pass)."""
+    """The ``threads`` of every call of the real ``_core.inputs.normalize_rows`` during the test, and of
+    ``_core.bound.dual_direct`` (dense alpha*: it validates each row in its own pass)."""
     calls: list[int] = []
-    real = _core.normalize_rows
-    real_direct = _core.dual_direct
+    real = _core.inputs.normalize_rows
+    real_direct = _core.bound.dual_direct
 
     def recording(x: Any, tol: float, threads: int = 0) -> Any:
         calls.append(int(threads))
@@ -72,8 +72,8 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(int(threads))
         return real_direct(p, q, n, scheme, wm, cert, threads, tol)
 
-    monkeypatch.setattr(_core, "normalize_rows", recording)
-    monkeypatch.setattr(_core, "dual_direct", recording_direct)
+    monkeypatch.setattr(_core.inputs, "normalize_rows", recording)
+    monkeypatch.setattr(_core.bound, "dual_direct", recording_direct)
     return calls
 
 
@@ -81,7 +81,7 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 @pytest.mark.parametrize(("threads", "expected"), [(1, 1), (2, 2), (None, 0), (10**6, MAX_THREADS)])
 def test_threads_reach_validation(name: str, threads: int | None, expected: int, seen: list[int]) -> None:
     CALLS[name](threads)
-    assert seen, "no validation pass went through _core.normalize_rows or _core.dual_direct"
+    assert seen, "no validation pass went through _core.inputs.normalize_rows or _core.bound.dual_direct"
     assert set(seen) == {expected}, seen
 
 
@@ -121,14 +121,14 @@ def test_validated_rows_and_errors_independent_of_threads() -> None:
 
 #: Kernels that take a thread count, and the position of that argument (0 when not passed).
 KERNELS = {
-    "normalize_rows": 2,
-    "dual_batch": 6,
-    "dual_direct": 6,
-    "VerifierBatch": 6,
-    "tree_values": 4,
-    "verify_direct": 5,
-    "wor_bucket_alpha": 4,
-    "wor_cut_min": 10,
+    "inputs.normalize_rows": 2,
+    "bound.dual_batch": 6,
+    "bound.dual_direct": 6,
+    "verifiers.VerifierBatch": 6,
+    "trees.values": 4,
+    "verifiers.verify_direct": 5,
+    "intervals.wor_low_end": 4,
+    "intervals.wor_cut_min": 10,
 }
 
 
@@ -137,14 +137,15 @@ def kernels(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     """(kernel, threads) of every call of the real kernels of ``KERNELS`` during the test."""
     calls: list[tuple[str, int]] = []
     for name, pos in KERNELS.items():
-        real = getattr(_core, name)
+        sub, attr = name.split(".")
+        real = getattr(getattr(_core, sub), attr)
 
         def recording(*args: Any, _real: Any = real, _name: str = name, _pos: int = pos, **kw: Any) -> Any:
             t = args[_pos] if len(args) > _pos else kw.get("threads", 0)
             calls.append((_name, int(t)))
             return _real(*args, **kw)
 
-        monkeypatch.setattr(_core, name, recording)
+        monkeypatch.setattr(getattr(_core, sub), attr, recording)
     return calls
 
 
@@ -252,11 +253,11 @@ KERNEL_CALLS: dict[str, Callable[[int | None, Any, Any], Any]] = {
     "enumerate_branching": lambda t, _d, _o: [w for w, _ in trees.enumerate_branching(_oracle, [2], "wor", threads=t)],
 }
 _NEEDS_LOG = ("log_report", "cli report --threads")
-# Calls whose input checks run in numpy, not in _core.normalize_rows: the log report and the CLI
+# Calls whose input checks run in numpy, not in _core.inputs.normalize_rows: the log report and the CLI
 # (their shards), and the wor bounds (both of their kernels take the logged entries as they are).
 _NO_NORMALIZE = ("log_report", "cli", "acceptance_bounds wor")
 #: The kernels that validate dense rows (dual_direct: dense alpha*, each row in its own pass).
-_VALIDATING = ("normalize_rows", "dual_direct")
+_VALIDATING = ("inputs.normalize_rows", "bound.dual_direct")
 
 
 @pytest.mark.parametrize("name", KERNEL_CALLS)

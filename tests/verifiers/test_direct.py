@@ -32,7 +32,7 @@ def test_exact_law_is_p_and_the_plans(name: str, scheme: str) -> None:
             n = min(n, int(np.count_nonzero(q)))
         tuples, probs = zip(*tuple_law(q, n, scheme), strict=True)
         T = np.array(tuples, dtype=np.int64).reshape(len(tuples), n)
-        law = _core.law_direct(name, p, q, T)
+        law = _core.verifiers.law_direct(name, p, q, T)
         batch, _ = _prepare(name, p, q, n, None, 1)
         np.testing.assert_allclose(law, batch.law(T), atol=1e-12, err_msg=name)
         np.testing.assert_allclose(np.array(probs) @ law, p, atol=1e-10, err_msg=name)
@@ -78,7 +78,7 @@ def test_verify_takes_the_direct_route_and_keys_streams_by_row() -> None:
     P2, Q2, _ = as_pair(P, Q)
     got = mf.verify("rrs", P, Q, d, rng=9, threads=2)
     seed = int(np.random.default_rng(9).integers(0, 2**64, dtype=np.uint64))
-    want = _core.verify_direct("rrs", P2, Q2, d, seed, 1)
+    want = _core.verifiers.verify_direct("rrs", P2, Q2, d, seed, 1)
     np.testing.assert_array_equal(got[0], want[0])
     ids = np.arange(100, 108)
     a = mf.verify("rrs", P, Q, d, rng=9, row_ids=ids)[0]

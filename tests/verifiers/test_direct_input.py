@@ -40,7 +40,7 @@ def test_law_on_raw_rows_equals_the_plan(name: str, n: int, dtype: type) -> None
     P, Q = P.astype(dtype), Q.astype(dtype)
     for r in range(P.shape[0]):
         T = _drafts(name, P[r : r + 1].repeat(6, 0), Q[r : r + 1].repeat(6, 0), n)
-        law = _core.law_direct(name, P[r], Q[r], T)
+        law = _core.verifiers.law_direct(name, P[r], Q[r], T)
         batch, _ = _prepare(name, P[r], Q[r], n, None, 1)
         # optimal: the plan's loads are differences of two rounded levels, off by ~1e-16 / the
         # piece's width (test_shadow_verify.cpp's plan_rounding); its narrow pieces move it 1e-12

@@ -67,7 +67,7 @@ def test_rows_with_an_empty_residual() -> None:
     want = _verify_planned("optimal", P, P, d, rng=1)
     np.testing.assert_array_equal(tok, want[0])
     for r in range(3):
-        law = _core.law_direct("optimal", P[r], P[r], d[r : r + 1])
+        law = _core.verifiers.law_direct("optimal", P[r], P[r], d[r : r + 1])
         batch, _ = _prepare("optimal", P[r], P[r], 3, None, 1)
         np.testing.assert_allclose(law, batch.law(d[r : r + 1]), rtol=0, atol=1e-12)
 
@@ -78,7 +78,7 @@ def test_the_route_is_taken_where_it_applies() -> None:
     P, Q = _rows(6, 12, 8)
     d = _iid_drafts(P, Q, 3, 2)
     P2, Q2, _ = as_pair(P, Q)
-    want = _core.verify_direct("optimal", P2, Q2, d, _seed(4), 1)
+    want = _core.verifiers.verify_direct("optimal", P2, Q2, d, _seed(4), 1)
     for scheme in (None, "iid"):
         np.testing.assert_array_equal(mf.verify("optimal", P, Q, d, rng=4, scheme=scheme)[0], want[0])
     for scheme in ("wor", "top1+iid"):
@@ -107,7 +107,7 @@ def test_lossless_with_a_negative_control() -> None:
     assert chi2_pvalue(tokens, p)[0] > LEVEL
     assert abs(accepted.mean() - star) < 4 * se
     P2, Q2 = np.ascontiguousarray(P), np.ascontiguousarray(Q)
-    bad, bad_acc, _ = _core.verify_direct("optimal", P2, Q2, drafts, _seed(5), 0, None, 1e-4, True)
+    bad, bad_acc, _ = _core.verifiers.verify_direct("optimal", P2, Q2, drafts, _seed(5), 0, None, 1e-4, True)
     assert chi2_pvalue(bad, p)[0] < LEVEL
     assert abs(bad_acc.mean() - star) > 4 * se
 
@@ -119,7 +119,7 @@ def test_untouched_windows_change_the_exact_law() -> None:
     p, q = (x[0] for x in as_pair(P, Q)[:2])
     batch, _ = _prepare("optimal", p, q, 2, None, 1)
     ts = np.random.default_rng(1).choice(p.size, size=(200, 2), p=q)
-    good = _core.law_direct("optimal", p, q, ts)
-    bad = _core.law_direct("optimal", p, q, ts, untouched=True)
+    good = _core.verifiers.law_direct("optimal", p, q, ts)
+    bad = _core.verifiers.law_direct("optimal", p, q, ts, untouched=True)
     np.testing.assert_allclose(good, batch.law(ts), rtol=0, atol=1e-10)
     assert np.abs(bad - good).max() > 0.1

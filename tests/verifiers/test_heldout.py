@@ -92,7 +92,7 @@ def test_wor_route_certifies_heldout_rows(rows, budget, floor, ceiling):
     work = mf.WOR_WORK_BUDGET if budget is None else budget
     for n in NS:
         for i in range(ROWS):
-            b = _core.VerifierBatch("sweep", P[i : i + 1], Q[i : i + 1], n, "wor", None, 1, work)
+            b = _core.verifiers.VerifierBatch("sweep", P[i : i + 1], Q[i : i + 1], n, "wor", None, 1, work)
             gap = stars[n][i] - float(b.exact(2e8, 1)[0])
             gaps.append(gap)
             worst.append((gap, n, meta[i]["index"], meta[i]["draft"], meta[i]["temperature"]))

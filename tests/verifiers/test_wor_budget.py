@@ -29,7 +29,7 @@ def rows() -> tuple[np.ndarray, np.ndarray]:
 
 def _work_per_pass(p: np.ndarray, q: np.ndarray, n: int) -> float:
     # one checkpointed pass over the support: 3 token factors per token, n x G operations each
-    g = _core.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, 1.0).route()
+    g = _core.verifiers.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, 1.0).route()
     return float(g["work"][0])  # the work of the mandatory first order, an upper bound on a pass
 
 
@@ -79,7 +79,7 @@ def test_larger_budget_certifies_more_and_stays_lossless(rows) -> None:
     assert np.sum(large["gap"] <= 1e-9) >= np.sum(small["gap"] <= 1e-9)
     assert np.all(small["orders_run"] == 1)  # only the mandatory first order
     # the budgeted plan is a real plan: its exact law given a tuple is a distribution
-    b = _core.VerifierBatch("sweep", P[:1].copy(), Q[:1].copy(), 4, "wor", None, 1, 1.0)
+    b = _core.verifiers.VerifierBatch("sweep", P[:1].copy(), Q[:1].copy(), 4, "wor", None, 1, 1.0)
     _, _, d = b.simulate(5, 3, 1)
     law = b.law(np.ascontiguousarray(d[0]), 0, False)
     assert np.all(law >= 0) and np.allclose(law.sum(axis=1), 1.0, atol=1e-12)
@@ -124,7 +124,7 @@ def test_limits_table_is_shared() -> None:
 
 
 def test_verifier_table_is_the_one_source() -> None:
-    table = {row["name"]: row for row in _core.verifier_table()}
+    table = {row["name"]: row for row in _core.verifiers.table()}
     assert set(table) == set(mf.verifiers)
     for name, v in mf.verifiers.items():
         row = table[name]
@@ -138,20 +138,16 @@ def test_verifier_table_is_the_one_source() -> None:
 
 
 def test_prepare_h_star_matches_the_every_prefix_scan(rows) -> None:
-    """prepare takes H* from the chord scan with its argmin check (session 16) instead of the scan of
-    every prefix the routes were tuned on: the same plan (work spent, exact acceptance) on full held-out
-    rows at n = 3, 4, 8, and alpha* within 1e-12. `wor_prepare_scans_every_prefix` is the old path."""
+    """prepare takes H* from the chord scan with its argmin check instead of the scan of every prefix
+    (``wor_options={"h_star_every_prefix": True}``, the reference): the same plan (work spent, exact
+    acceptance) on full held-out rows at n = 3, 4, 8, and alpha* within 1e-12."""
     P, Q = rows
-    t = _core._testing
     for p, q in zip(P[:4], Q[:4], strict=True):
         for n in (3, 4, 8):
             got = []
             for every in (True, False):
-                t.wor_prepare_scans_every_prefix(every)
-                try:
-                    vb = _core.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, 1e7)
-                finally:
-                    t.wor_prepare_scans_every_prefix(False)
+                opts = {"h_star_every_prefix": every}
+                vb = _core.verifiers.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, 1e7, opts)
                 r = vb.route()
                 got.append((float(r["work"][0]), float(vb.exact(2e8, 1)[0]), float(r["alpha_star"][0])))
             (w_e, a_e, s_e), (w_c, a_c, s_c) = got
@@ -160,27 +156,21 @@ def test_prepare_h_star_matches_the_every_prefix_scan(rows) -> None:
 
 
 def test_outer_passes_by_division_keep_the_plan(rows) -> None:
-    """The outer system's rank and round passes run by division (session 18) instead of checkpointed:
-    the same work, exact acceptance and best order on full held-out rows at n = 3, 4, 8
-    (`wor_outer_by_division(False)` is the old form), and the same work before the inner system.
+    """The outer system's rank and round passes run by division instead of checkpointed
+    (``wor_options={"outer_by_division": False}``, the reference): the same work, exact acceptance and
+    best order on full held-out rows at n = 3, 4, 8, and the same work before the inner system.
     Control: the comparison tells apart a plan that runs one more order (a larger budget)."""
     P, Q = rows
-    t = _core._testing
 
-    def plan(p, q, n, budget):
-        vb = _core.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, budget)
+    def plan(p, q, n, budget, div=True):
+        opts = {"outer_by_division": div}
+        vb = _core.verifiers.VerifierBatch("sweep", p[None], q[None], n, "wor", None, 1, budget, opts)
         r = vb.route()
         return float(r["work"][0]), float(vb.exact(2e8, 1)[0]), int(r["best_order"][0]), float(r["work_outer"][0])
 
     for p, q in zip(P[:4], Q[:4], strict=True):
         for n in (3, 4, 8):
-            got = []
-            for div in (False, True):
-                t.wor_outer_by_division(div)
-                try:
-                    got.append(plan(p, q, n, 1e7))
-                finally:
-                    t.wor_outer_by_division(True)
+            got = [plan(p, q, n, 1e7, div) for div in (False, True)]
             assert got[0][:3] == got[1][:3], (n, got)
             assert got[0][3] == got[1][3], (n, got)
     # negative control: the same comparison tells apart the plan of a budget that runs one more order

@@ -45,7 +45,7 @@ def _alpha_direct(
     check_pair_shapes(pr, qr)
     batched = pr.ndim == 2 or qr.ndim == 2
     pr, qr = raw_batch(pr, qr)
-    alphas, certs, err = _core.dual_direct(pr, qr, n, scheme, wor_method, certificate, threads, SUM_TOL)
+    alphas, certs, err = _core.bound.dual_direct(pr, qr, n, scheme, wor_method, certificate, threads, SUM_TOL)
     if err is not None:
         status, side, r, value = err
         raise_row_error("pq"[side], status, r, value, (pr, qr)[side])
@@ -160,7 +160,7 @@ def optimal_acceptance(
             certs.append(res.certificate)
         cert_out: Any = certs
     else:
-        alphas, cert_out = _core.dual_batch(p2, q2, n, scheme, wor_method, return_certificate, nthreads)
+        alphas, cert_out = _core.bound.dual_batch(p2, q2, n, scheme, wor_method, return_certificate, nthreads)
     if col_ids is not None and return_certificate:  # sparse input: columns back to vocabulary ids
         cert_out = [col_ids[r][np.asarray(c, dtype=np.int64)] for r, c in enumerate(cert_out)]
     if not batched:

@@ -42,7 +42,7 @@ DEFAULT_MAX_SETS = 2_000_000
 LP_GAP_TOL = 1e-8
 
 
-TooLargeError = _core.TooLargeError
+TooLargeError = _core.bound.TooLargeError
 TooLargeError.__doc__ = "The enumeration would exceed max_sets (a ValueError). The message gives the size needed."
 
 
@@ -244,14 +244,14 @@ def solve_lp(
             check_support("q", q1[None, :], n, scheme)
 
     t0 = time.perf_counter()
-    model = _core.FlowModel(p1, q1, n, scheme, float(max_sets), t_arr, pr_arr)
+    model = _core.bound.FlowModel(p1, q1, n, scheme, float(max_sets), t_arr, pr_arr)
     num_col = model.num_edges  # one LP column per (set, token) edge
     cut: float | None = None
     if solver == "flow":
         hint = None
         if scheme in SCHEMES or mixed_parts(scheme) is not None:
             assert q1 is not None
-            _, certs = _core.dual_batch(p1[None, :], q1[None, :], n, scheme, "auto", True, 1)
+            _, certs = _core.bound.dual_batch(p1[None, :], q1[None, :], n, scheme, "auto", True, 1)
             hint = certs[0]
         mf = model.max_flow(hint)
         flows = mf["flows"]

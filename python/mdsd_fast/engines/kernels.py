@@ -228,7 +228,7 @@ def rejection_sample(
         noise = _floats("recovery_noise", recovery_noise, (B, V), f"({B}, {V})")
         if not (np.isfinite(noise) & (noise > 0)).all():
             raise ValueError("recovery_noise: Exp(1) noise must be finite and > 0")
-    out = _core.engine_rejection_sample(drafts, cu, dp, tp, bonus_ids, greedy, u, noise, width, check_threads(threads))
+    out = _core.engines.rejection_sample(drafts, cu, dp, tp, bonus_ids, greedy, u, noise, width, check_threads(threads))
     return _out(out, as_torch)
 
 
@@ -327,7 +327,7 @@ def tree_speculative_sampling(
     elif scheme is not None:
         raise ValueError("scheme: verifier='sglang' takes no draft scheme")
     budget = _work_budget(work_budget)
-    predicts, accept_index, accept_num = _core.engine_tree_sample(
+    predicts, accept_index, accept_num = _core.engines.tree_sample(
         cand,
         idx,
         nxt,

@@ -24,7 +24,7 @@ __all__ = ["as_distribution", "as_pair", "raw_rows", "raw_batch", "union_pair", 
 def raw_rows(name: str, x: Any) -> NDArray[Any]:
     """``x`` (1-D or 2-D) C-contiguous in its own float width and native byte order, its dtype and
     shape checked but its values not: for kernels that validate and normalise in their own pass
-    (``_core.verify_direct``), which report a broken rule for :func:`raise_row_error`."""
+    (``_core.verifiers.verify_direct``), which report a broken rule for :func:`raise_row_error`."""
     arr = _float_array(name, _sampled(name, x), (1, 2))
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
 
@@ -64,7 +64,7 @@ def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2), thread
         return arr.copy()
     # One C++ pass per row: finite, non-negative, the exact sum of the entries rounded once (no
     # order changes it: the sum sparse rows share, mdsd_fast.sparse), then the division.
-    out, status, r, value = _core.normalize_rows(rows, SUM_TOL, threads)
+    out, status, r, value = _core.inputs.normalize_rows(rows, SUM_TOL, threads)
     if status != 0:
         raise_row_error(name, status, r, value, rows)
     return np.ascontiguousarray(out.reshape(arr.shape))

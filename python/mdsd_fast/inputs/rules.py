@@ -94,7 +94,7 @@ def _as_float_array(name: str, x: Any, ndim: tuple[int, ...]) -> NDArray[np.floa
 
 
 def raise_row_error(name: str, status: int, r: int, value: float, rows: NDArray[Any]) -> NoReturn:
-    """The ValueError for row ``r`` of ``rows`` breaking rule ``status`` (as _core.normalize_rows reports it)."""
+    """The ValueError for row ``r`` of ``rows`` breaking rule ``status`` (as _core.inputs.normalize_rows reports it)."""
     if status == 1:
         raise ValueError(f"{name}: row {r} contains NaN or inf")
     if status == 2:

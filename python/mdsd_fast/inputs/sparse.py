@@ -12,7 +12,7 @@ The kernels then run on each row's union support (the tokens where p or q is pos
 tokens and drafts are mapped back to vocabulary ids. The relabelling keeps every scheme's tie rule
 (ties go to the lower id) and tokens with p = q = 0 take part in nothing, so results equal the dense
 ones, bit for bit: rows are normalised by the same sum either way (the exact sum of the entries, rounded once, which
-no order or grouping of the terms changes: ``_core.normalize_rows`` and ``_core.csr_row_sums``).
+no order or grouping of the terms changes: ``_core.inputs.normalize_rows`` and ``_core.inputs.csr_row_sums``).
 
 A row must hold the whole distribution (its sum within 1e-4 of 1). For truncated top-k logs, whose
 rows sum to the logged mass, alpha* is an interval: see ``acceptance_bounds``.
@@ -153,7 +153,7 @@ def sparse_rows(name: str, x: Any) -> SparseRows:
     counts = np.bincount(row[pos], minlength=B).astype(np.int64)
     ids, val = ids[pos], val[pos]
     new_ptr = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
-    sums = _core.csr_row_sums(val, new_ptr)
+    sums = _core.inputs.csr_row_sums(val, new_ptr)
     bad = np.abs(sums - 1.0) > SUM_TOL
     if bad.any():
         r = int(np.argmax(bad))

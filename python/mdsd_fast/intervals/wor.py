@@ -54,7 +54,7 @@ def wor_low(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) -
     if bucket.any():
         pT = (p.x[bucket] * T[bucket]).sum(axis=1)
         off = ~T[bucket]
-        alpha = _core.wor_bucket_alpha(
+        alpha = _core.intervals.wor_low_end(
             np.where(off, p.x[bucket], 0.0),
             np.where(off, q.x[bucket], 0.0),
             q.u[bucket],
@@ -84,7 +84,9 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
     in neither). T's columns are zeroed and enter as p(T) and its p-unseen count; Q is the random
     part's, on q off T (docs/guide/intervals.md §3.2), with the forced q mass at the cap (§3.5)."""
     return np.asarray(
-        _core.wor_cut_min(*_family_args(p, q, T, n, m), pieces=WOR_HIGH_PIECES, threads=check_threads(threads)),
+        _core.intervals.wor_cut_min(
+            *_family_args(p, q, T, n, m), pieces=WOR_HIGH_PIECES, threads=check_threads(threads)
+        ),
         dtype=np.float64,
     )
 
@@ -132,7 +134,7 @@ def wor_box_high(
     a valid bound; ``whole``: a box covered the family, so high is ``wor_high``'s. ``budget``:
     ``WOR_BOX_BUDGET`` if None. ``hold_a`` keeps the A prefix at the start's (the tests' negative
     control)."""
-    high, work, whole, _ = _core.wor_cut_descent(
+    high, work, whole, _ = _core.intervals.wor_cut_descent(
         *_family_args(p, q, T, n, m),
         np.ascontiguousarray(start, dtype=np.int64),
         int(WOR_BOX_BUDGET if budget is None else budget),
@@ -159,7 +161,7 @@ def wor_set_high(p_max: _F, w: _F, forced: _F, cap: _F, out: _F, k: int, threads
     pp[:, L] = np.where(out > 0, 2.0, 0.0)  # an outside of 0 stays padding, not a token of p only
     z = np.zeros(B)
     return np.asarray(
-        _core.wor_cut_min(
+        _core.intervals.wor_cut_min(
             pp, qq, np.zeros(B, dtype=np.int64), z, z, forced, cap, k, p_max, np.zeros(B, dtype=np.int64),
             pieces=WOR_HIGH_PIECES, threads=check_threads(threads),
         ),

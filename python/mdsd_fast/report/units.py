@@ -64,7 +64,7 @@ def position_values(
         ok = support >= _drafts_needed(s, n)[1] if s != "iid" else keep
         a = np.full(p.shape[0], np.nan)
         if ok.any():
-            a[ok] = _core.dual_batch(p[ok], q[ok], n, s, "auto", False, check_threads(cfg.threads))[0]
+            a[ok] = _core.bound.dual_batch(p[ok], q[ok], n, s, "auto", False, check_threads(cfg.threads))[0]
         arrays[f"alpha/{s}/{n}"] = a
     # Simulated estimates draw from streams keyed by (seed, data file, verifier, scheme, n) and each
     # row's id in its file: a position gets the same estimate whatever group, chunk or order it is in.

@@ -172,7 +172,7 @@ def tree_values(
         sel = [trees[k] for k in batch]
         tree_ptr = np.concatenate([[0], np.cumsum([t.N for t in sel])])
         try:
-            accepted, reach = _core.tree_values(
+            accepted, reach = _core.trees.values(
                 names,
                 [s for t in sel for s in t.scheme],
                 [(t.parent, t.token, t.p, t.q, t.draw_ptr, t.draw_child) for t in sel],

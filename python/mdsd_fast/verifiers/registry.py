@@ -34,7 +34,7 @@ class Verifier(VerifierFacts):
     source : the papers it comes from.
 
     Every attribute but ``source`` comes from the C++ core's verifier table
-    (``_core.verifier_table()``), the one table the registry, this module and the report read.
+    (``_core.verifiers.table()``), the one table the registry, this module and the report read.
     """
 
     def acceptance(self, p: ArrayLike, q: ArrayLike, n: int, **kwargs: Any) -> Any:
@@ -257,7 +257,7 @@ def _make_registry() -> Mapping[str, Verifier]:
     ]
     if [v.name for v in items] != list(FACTS):
         raise ImportError(f"mdsd_fast: the verifier table ({list(FACTS)}) and the registry disagree")
-    rows = {str(row["name"]): row for row in _core.verifier_table()}
+    rows = {str(row["name"]): row for row in _core.verifiers.table()}
     return MappingProxyType({v.name: _from_table(v, rows[v.name]) for v in items})
 
 

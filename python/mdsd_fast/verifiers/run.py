@@ -126,7 +126,7 @@ def _prepare_rows(
                 raise TooLargeError(f"optimal-lp needs the flow LP of every position: {exc}") from None
             lp.append((res.set_ptr, res.set_tokens, res.flows, res.set_weights))
     budget = _work_budget(work_budget)
-    return _core.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget)
+    return _core.verifiers.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget)
 
 
 def _acceptance_rows(

@@ -1,4 +1,4 @@
-"""The verifiers' facts, read from the C++ core's one verifier table (``_core.verifier_table()``).
+"""The verifiers' facts, read from the C++ core's one verifier table (``_core.verifiers.table()``).
 
 Which schemes a verifier serves, how many drafts it handles, which alpha* bounds it and how its
 exact acceptance is computed are facts of the C++ core; this module reads them once. The registry
@@ -38,7 +38,7 @@ class VerifierFacts:
     source : the papers it comes from (set by :class:`Verifier`).
 
     Every attribute but ``source`` comes from the C++ core's verifier table
-    (``_core.verifier_table()``), the one table the registry, this module and the report read.
+    (``_core.verifiers.table()``), the one table the registry, this module and the report read.
     """
 
     name: str = ""
@@ -91,7 +91,7 @@ def _from_table(v: _V, row: Mapping[str, Any]) -> _V:
 
 
 def _facts() -> Mapping[str, VerifierFacts]:
-    table = {str(row["name"]): row for row in _core.verifier_table()}
+    table = {str(row["name"]): row for row in _core.verifiers.table()}
     if sorted(table) != sorted(NAMES):
         raise ImportError(f"mdsd_fast: the verifier table ({sorted(table)}) and the registry's names disagree")
     out = {}

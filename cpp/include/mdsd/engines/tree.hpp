@@ -21,7 +21,7 @@
 //   A registry verifier (registry_request): at each node the children's tokens are the draft
 //     tuple of p = target_probs[i], q = draft_probs[i] (both renormalised); the verifier's output
 //     is accepted when it is a child (the first child holding it) and ends the step otherwise.
-//     Its randomness is the stream Rng(double_bits(uniform_samples[i]), i) (mdsd/rng.hpp).
+//     Its randomness is the stream Rng(double_bits(uniform_samples[i]), i) (mdsd/core/rng.hpp).
 //     At a leaf or the depth limit the final token is the inverse-CDF draw from p.
 #pragma once
 
@@ -31,8 +31,8 @@
 #include <vector>
 
 #include "mdsd/engines/sampling.hpp"
-#include "mdsd/limits.hpp"
-#include "mdsd/rng.hpp"
+#include "mdsd/core/limits.hpp"
+#include "mdsd/core/rng.hpp"
 #include "mdsd/verifiers/registry.hpp"
 
 namespace mdsd::engines {

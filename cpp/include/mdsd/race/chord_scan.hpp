@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-#include "mdsd/bits.hpp"
+#include "mdsd/core/bits.hpp"
 #include "mdsd/race/prefix_mass.hpp"
 
 namespace mdsd::race {

@@ -16,7 +16,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/lanes.hpp"
+#include "mdsd/core/lanes.hpp"
 
 namespace mdsd::race {
 

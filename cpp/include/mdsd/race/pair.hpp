@@ -13,8 +13,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/bits.hpp"
-#include "mdsd/lanes.hpp"
+#include "mdsd/core/bits.hpp"
+#include "mdsd/core/lanes.hpp"
 #include "mdsd/race/grid.hpp"
 
 namespace mdsd::race {

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
+#include "mdsd/core/parallel.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/moments.hpp"
 #include "mdsd/race/pair.hpp"
@@ -45,119 +45,16 @@ struct Checks {
         std::copy(x.D.begin(), x.D.end(), v.begin() + c * 2 * S + S);
     }
 };
-inline Checks suffix_checks_e(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const double* h0) {
-    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
-    const int n = gr.n;
-    Checks ck;
-    ck.S = static_cast<std::size_t>(n) * G;
-    ck.nb = (k + kPassBlock - 1) / kPassBlock;
-    ck.v.resize(static_cast<std::size_t>(ck.nb + 1) * 2 * ck.S);
-    std::vector<double> e(G), b(G);
-    Pair s;
-    s.unit(n, G);
-    ck.put(ck.nb, s);
-    for (int64_t c = ck.nb - 1; c >= 0; --c) {
-        poll_interrupt_now();  // a block is ~0.1 ms; a row can take seconds (Ctrl-C)
-        for (int64_t i = std::min(k, (c + 1) * kPassBlock) - 1; i >= c * kPassBlock; --i) {
-            gr.factors(q[toks[i]], e.data(), b.data());
-            s.add(e.data(), b.data(), h0 ? h0[i] : 1.0, q[toks[i]]);
-        }
-        ck.put(c, s);
-    }
-    return ck;
-}
-
-// `ck`: the suffix checks of toks at h0, if the caller already has them (suffix_checks).
-// pass_e: every token's factor e + x h b (the form before session 14, kept for pass_keeps_e).
-template <class Lay>
-inline void pass_e(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
-                   std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr,
-                   const Checks* ck = nullptr) {
-    if constexpr (std::is_invocable_v<Lay, int64_t, double, double>)
-        if (!ex) throw std::invalid_argument("race::pass: lay(i, w, E) needs the environment `ex`");
-    const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
-    const int n = gr.n;
-    const std::size_t S = static_cast<std::size_t>(n) * G;  // doubles per Pi (or D)
-    const int64_t nb = (k + kPassBlock - 1) / kPassBlock;
-    Checks own;
-    if (!ck) {
-        own = suffix_checks_e(gr, q, toks, h0);
-        ck = &own;
-    }
-    const std::vector<double>& check = ck->v;
-    w_out.assign(k, 0.0);
-    Pair pre = base, pex;
-    std::vector<double> qsuf, sc;  // ex: q(toks[i..k)) and the suffix factors e^{-q(suffix) t} of a block
-    if (ex) {
-        pex = *ex;
-        qsuf.assign(k + 1, 0.0);
-        for (int64_t i = k - 1; i >= 0; --i) qsuf[i] = qsuf[i + 1] + q[toks[i]];
-        sc.resize(static_cast<std::size_t>(kPassBlock + 1) * G);
-    }
-    // Per block: inside[j] = suffix pair of tokens [lo + j, k) (flat, 2 S doubles each), and the
-    // factors of the block's tokens (computed once, used by both sweeps).
-    std::vector<double> inside(static_cast<std::size_t>(kPassBlock + 1) * 2 * S), fe(kPassBlock * G),
-        fb(kPassBlock * G);
-    for (int64_t c = 0; c < nb; ++c) {
-        poll_interrupt_now();
-        const int64_t lo = c * kPassBlock, hi = std::min(k, lo + kPassBlock);
-        std::copy(check.begin() + (c + 1) * 2 * S, check.begin() + (c + 2) * 2 * S,
-                  inside.begin() + static_cast<std::size_t>(hi - lo) * 2 * S);
-        if (ex)
-            for (int64_t g = 0; g < G; ++g)
-                sc[static_cast<std::size_t>(hi - lo) * G + g] = std::exp(-qsuf[hi] * gr.t[g]);
-        for (int64_t i = hi - 1; i >= lo; --i) {
-            double* ei = &fe[(i - lo) * G];
-            double* bi = &fb[(i - lo) * G];
-            gr.factors(q[toks[i]], ei, bi);
-            if (i == lo) break;
-            const double* src = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
-            double* dst = &inside[static_cast<std::size_t>(i - lo) * 2 * S];
-            mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, h0 ? h0[i] : 1.0, q[toks[i]]);
-            if (ex)
-                for (int64_t g = 0; g < G; ++g)
-                    sc[static_cast<std::size_t>(i - lo) * G + g] =
-                        sc[static_cast<std::size_t>(i - lo + 1) * G + g] * ei[g];
-        }
-        for (int64_t i = lo; i < hi; ++i) {
-            const double qy = q[toks[i]];
-            const double* ei = &fe[(i - lo) * G];
-            const double* bi = &fb[(i - lo) * G];
-            const double* in = &inside[static_cast<std::size_t>(i - lo + 1) * 2 * S];
-            const double w = w_raw(gr, pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, qy);
-            w_out[i] = w;
-            double h;
-            if constexpr (std::is_invocable_v<Lay, int64_t, double, double>) {
-                double E = 0.0;
-                const double* s1 = &sc[static_cast<std::size_t>(i - lo + 1) * G];
-                const double* P1 = &pex.Pi[static_cast<std::size_t>(n - 1) * G];
-                const double* D2 = n >= 2 ? &pex.D[static_cast<std::size_t>(n - 2) * G] : nullptr;
-                for (int64_t g = 0; g < G; ++g)
-                    E += gr.wt[g] * s1[g] * (qy * ei[g] * P1[g] + (D2 ? bi[g] * D2[g] : 0.0));
-                h = lay(i, w, E);
-                pex.add(ei, bi, h, qy);
-            } else {
-                h = lay(i, w);
-            }
-            pre.add(ei, bi, h, qy);
-        }
-    }
-}
-
 // The checkpointed pass without e (docs/theory.md §14.4, "Without e"). A small token's factor
 // e + x h b, seed h q e, is e (1 + x h beta), seed e h q (beta = b / e <= 1 below small_cut), so
 // inside a block its e is left out of every product (mul_unit) and the e's of the block's small
 // tokens become one per-node scale e^{-q(small of block) t}: every w of the block misses exactly
 // that scale (the tokens before i, i and those after it in the block), so it goes into the node
 // weights once, and pre (and pex) take it at the block's end. Big tokens keep e + x h b. Within a
-// block the unscaled products grow by at most (1 + beta)^kPassBlock <= 2^128: no overflow. Same
-// values as pass_e to rounding (~1e-15 relative per product); pass_keeps_e() selects pass_e.
-inline bool& pass_keeps_e() {
-    static bool keep = false;  // set only by the tests and benches that compare the two forms
-    return keep;
-}
+// block the unscaled products grow by at most (1 + beta)^kPassBlock <= 2^128: no overflow. The same
+// values to rounding (~1e-15 relative per product) as the pass that keeps every token's factor
+// e + x h b (cpp/tests/race/pass_with_e.hpp, the tests' reference).
 inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const double* h0) {
-    if (pass_keeps_e()) return suffix_checks_e(gr, q, toks, h0);
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;
     const int n = gr.n;
     const double qcut = small_cut(gr);
@@ -192,11 +89,11 @@ inline Checks suffix_checks(const Grid& gr, const double* q, const std::vector<i
     return ck;
 }
 
+// `ck`: the suffix checks of toks at h0, if the caller already has them (suffix_checks).
 template <class Lay>
 inline void pass(const Grid& gr, const double* q, const std::vector<int32_t>& toks, const Pair& base, Lay&& lay,
                  std::vector<double>& w_out, const double* h0 = nullptr, const Pair* ex = nullptr,
                  const Checks* ck = nullptr) {
-    if (pass_keeps_e()) return pass_e(gr, q, toks, base, lay, w_out, h0, ex, ck);
     if constexpr (std::is_invocable_v<Lay, int64_t, double, double>)
         if (!ex) throw std::invalid_argument("race::pass: lay(i, w, E) needs the environment `ex`");
     const int64_t k = static_cast<int64_t>(toks.size()), G = gr.G;

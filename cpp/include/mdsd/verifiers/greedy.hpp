@@ -17,7 +17,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 #include "mdsd/verifiers/common.hpp"
 
 namespace mdsd::verif {

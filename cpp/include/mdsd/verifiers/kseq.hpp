@@ -12,7 +12,7 @@
 #include <cmath>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 #include "mdsd/verifiers/common.hpp"
 
 namespace mdsd::verif {

@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "mdsd/scheme.hpp"
+#include "mdsd/core/scheme.hpp"
 #include "mdsd/verifiers/row.hpp"
 
 namespace mdsd::verif {

@@ -9,14 +9,14 @@
 #include <type_traits>
 #include <vector>
 
-#include "mdsd/rng.hpp"
-#include "mdsd/scheme.hpp"
+#include "mdsd/core/rng.hpp"
+#include "mdsd/core/scheme.hpp"
 #include "mdsd/verifiers/common.hpp"
 #include "mdsd/verifiers/greedy.hpp"
 #include "mdsd/verifiers/kseq.hpp"
 #include "mdsd/verifiers/lp.hpp"
 #include "mdsd/verifiers/mixed.hpp"
-#include "mdsd/verifiers/optimal_iid.hpp"
+#include "mdsd/verifiers/optimal_iid/plan.hpp"
 #include "mdsd/verifiers/optimal_wor/route.hpp"
 #include "mdsd/verifiers/row.hpp"
 #include "mdsd/verifiers/rrs.hpp"
@@ -28,7 +28,7 @@ namespace mdsd::verif {
 enum class Kind { Sd, Rrs, RrsWor, Kseq, SpecHub, Greedy, Topk, OptimalLp, Optimal, Sweep };
 
 // The verifier table: what each verifier is, read by the registry below and by the Python layer
-// (_core.verifier_table(): verifiers.py and the gap report build their facts from it).
+// (_core.verifiers.table(): verifiers.py and the gap report build their facts from it).
 struct VerifierInfo {
     const char* name;
     Kind kind;

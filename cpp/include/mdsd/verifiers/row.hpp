@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "mdsd/rng.hpp"
+#include "mdsd/core/rng.hpp"
 #include "mdsd/verifiers/common.hpp"
 #include "mdsd/verifiers/kseq.hpp"
-#include "mdsd/verifiers/optimal_iid.hpp"
+#include "mdsd/verifiers/optimal_iid/plan.hpp"
 #include "mdsd/verifiers/optimal_wor/route.hpp"
 #include "mdsd/verifiers/rrs.hpp"
 

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
-#include "mdsd/sets.hpp"
+#include "mdsd/core/parallel.hpp"
+#include "mdsd/bound/lp/sets.hpp"
 #include "mdsd/verifiers/common.hpp"
 
 namespace mdsd::verif {

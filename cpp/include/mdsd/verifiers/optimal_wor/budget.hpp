@@ -13,7 +13,7 @@
 
 #include <cstdint>
 
-#include "mdsd/limits.hpp"
+#include "mdsd/core/limits.hpp"
 
 namespace mdsd::verif::wor {
 
@@ -43,6 +43,10 @@ struct Options {
     double violation_tol = 1e-12;             // relative: a removal slack below it is a violation
     int64_t law_bytes = int64_t{256} << 20;   // marked law tables of an exact core (core_law)
     double certify_tol = 1e-9;                // alpha* - acceptance accepted as "optimal"
+    // Reference routes for the tests (the defaults are the shipped route): H* from the scan of every
+    // prefix instead of the chord scan, and the outer system's passes checkpointed instead of by division.
+    bool h_star_every_prefix = false;
+    bool outer_by_division = true;
 };
 
 // What the route did with a row, for diagnostics (strict refusals say it; the bindings expose it).

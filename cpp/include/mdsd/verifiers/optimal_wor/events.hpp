@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
+#include "mdsd/core/parallel.hpp"
 #include "mdsd/race/grid.hpp"
 #include "mdsd/race/moments.hpp"
 #include "mdsd/race/pair.hpp"
@@ -53,13 +53,6 @@ inline double prefix_event_step(const std::vector<int64_t>& o, const std::vector
     return d;
 }
 
-// PrefixEventSweep::scan in the form with every token's e (true: for the tests and benches that
-// compare the two forms in one process) or without the small tokens' e (false, the default).
-inline bool& events_scan_keeps_e() {
-    static bool keep = false;
-    return keep;
-}
-
 // The inner sweep (exact_sweep.hpp inner) on a set W of tokens at full vocabulary, with its tight sets taken
 // to be prefixes of W's current rho order (rho = pi / (h w), neediest first) -- as they were in
 // every exact-rational run -- and everything else entering through an environment pair (tokens
@@ -79,6 +72,11 @@ struct PrefixEventSweep {
     std::vector<double> fu;      // small tokens: beta = b / e (scan without e), at i * G
     std::vector<char> small;     // q <= small_cut: the factor is e (1 + x h beta)
     std::vector<double> suf, eblk, wts, one, scratch;  // scan's buffers (kept: a sweep runs thousands of scans)
+    // A scan to run in place of scan_unit (null: scan_unit): the tests' reference form, which keeps
+    // every token's e, so that whole sweeps of both forms can be compared.
+    using ScanForm = void (*)(PrefixEventSweep&, const race::Pair& env, const std::vector<int64_t>& o, bool zero_prefix,
+                              int64_t ov, double hov, std::vector<double>& v);
+    ScanForm scan_form = nullptr;
 
     void init(const race::Grid& g, const double* q_, const double* p_, std::vector<int32_t> t, std::vector<Chunk>* ch,
               std::vector<double>* wn) {
@@ -115,7 +113,7 @@ struct PrefixEventSweep {
     // zero_prefix (else their weights), the weights after o_i; token `ov` at weight `hov`.
     void scan(const race::Pair& env, const std::vector<int64_t>& o, bool zero_prefix, int64_t ov, double hov,
               std::vector<double>& v) {
-        if (events_scan_keeps_e()) scan_e(env, o, zero_prefix, ov, hov, v);
+        if (scan_form) scan_form(*this, env, o, zero_prefix, ov, hov, v);
         else scan_unit(env, o, zero_prefix, ov, hov, v);
     }
     // scan without e (docs/theory.md §14.4, "Without e"), as race::pass: in a block of kPassBlock
@@ -176,35 +174,6 @@ struct PrefixEventSweep {
                 }
             }
             pre.scale(ec);
-        }
-    }
-    // scan with every token's e (the form before session 17, for events_scan_keeps_e)
-    void scan_e(const race::Pair& env, const std::vector<int64_t>& o, bool zero_prefix, int64_t ov, double hov,
-                std::vector<double>& v) {
-        const int64_t a = static_cast<int64_t>(o.size());
-        auto wt = [&](int64_t k) { return k == ov ? hov : h[k]; };
-        // suffix pairs of o[i..a), flat (Pi then D, 2 S doubles each), and the factors of o
-        const int n = gr->n;
-        const int64_t G = gr->G;
-        const std::size_t S = static_cast<std::size_t>(n) * G;
-        suf.resize(static_cast<std::size_t>(a + 1) * 2 * S);
-        std::fill(suf.begin() + a * 2 * S, suf.begin() + (a + 1) * 2 * S, 0.0);
-        std::fill(suf.begin() + a * 2 * S, suf.begin() + a * 2 * S + G, 1.0);
-        for (int64_t i = a - 1; i >= 0; --i) {
-            const double* ei = &fe[o[i] * G];
-            const double* bi = &fb[o[i] * G];
-            const double* src = &suf[(i + 1) * 2 * S];
-            double* dst = &suf[i * 2 * S];
-            race::mul_factor(n, G, src, src + S, dst, dst + S, ei, bi, wt(o[i]), q[tok[o[i]]]);
-        }
-        v.assign(a, 0.0);
-        race::Pair pre = race::mul(env, fixed);
-        for (int64_t i = 0; i < a; ++i) {
-            const double* ei = &fe[o[i] * G];
-            const double* bi = &fb[o[i] * G];
-            const double* in = &suf[(i + 1) * 2 * S];
-            v[i] = race::w_raw(*gr, pre.Pi.data(), pre.D.data(), in, in + S, ei, bi, q[tok[o[i]]]);
-            pre.add(ei, bi, zero_prefix ? 0.0 : wt(o[i]), q[tok[o[i]]]);
         }
     }
     // Active W tokens by descending rho under env (ties: stable), with their w.

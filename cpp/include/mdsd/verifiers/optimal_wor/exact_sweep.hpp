@@ -22,11 +22,11 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "mdsd/bits.hpp"
+#include "mdsd/core/bits.hpp"
 #include <vector>
 
-#include "mdsd/limits.hpp"
-#include "mdsd/wor_law.hpp"
+#include "mdsd/core/limits.hpp"
+#include "mdsd/bound/wor_law.hpp"
 
 namespace mdsd::verif::wor {
 

@@ -28,16 +28,12 @@ namespace mdsd::verif::wor {
 
 // Its first pass (every token at weight 1, for the ranks) and each round's pass (the safe tokens at
 // 0, the rest at 1) have the suffix at weight 1 and no `ex`: race::pass_div's case, one division and
-// one w per small token instead of three products and one w (session 18; w within ~1e-14 of
-// race::pass, decisions checked on the bench rows). false: race::pass as before (benches, tests).
-inline bool& outer_passes_by_division() {
-    static bool div = true;
-    return div;
-}
+// one w per small token instead of three products and one w (w within ~1e-14 of race::pass).
+// race::pass where pass_div declines (too many big tokens) or `by_division` is false (Options).
 template <class Lay>
 inline void outer_pass(const race::Grid& gr, const double* q, const std::vector<int32_t>& toks, const race::Pair& env,
-                       Lay&& lay, std::vector<double>& w) {
-    if (!outer_passes_by_division() || !race::pass_div(gr, q, toks, env, lay, w)) race::pass(gr, q, toks, env, lay, w);
+                       Lay&& lay, std::vector<double>& w, bool by_division) {
+    if (!by_division || !race::pass_div(gr, q, toks, env, lay, w)) race::pass(gr, q, toks, env, lay, w);
 }
 
 inline void Route::outer_system() {
@@ -49,7 +45,7 @@ inline void Route::outer_system() {
         env.add(e.data(), b.data(), 1.0, q[ord[i]]);
     }
     std::vector<int32_t> rest = As;
-    outer_pass(gr, q, rest, env, [](int64_t, double) { return 1.0; }, w);
+    outer_pass(gr, q, rest, env, [](int64_t, double) { return 1.0; }, w, opt.outer_by_division);
     charge(3.0 * static_cast<double>(rest.size()));
     std::vector<double> rho(rest.size());
     while (!rest.empty() && !budget.exhausted()) {  // each round lays at least one token
@@ -62,7 +58,8 @@ inline void Route::outer_system() {
         // one pass: the safe tokens laid whole (their loads), then the rest at weight 1 (their
         // w for the next round)
         outer_pass(
-            gr, q, byrho, env, [nd](int64_t i, double) { return static_cast<std::size_t>(i) < nd ? 0.0 : 1.0; }, w);
+            gr, q, byrho, env, [nd](int64_t i, double) { return static_cast<std::size_t>(i) < nd ? 0.0 : 1.0; }, w,
+            opt.outer_by_division);
         charge(3.0 * static_cast<double>(byrho.size()));
         for (std::size_t i = 0; i < nd; ++i) {
             chA.push_back({byrho[i], 1.0});

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mdsd/parallel.hpp"
+#include "mdsd/core/parallel.hpp"
 #include "mdsd/verifiers/optimal_wor/events.hpp"
 #include "mdsd/verifiers/optimal_wor/exact_sweep.hpp"
 

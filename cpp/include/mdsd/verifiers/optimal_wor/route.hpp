@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-#include "mdsd/dual.hpp"
+#include "mdsd/bound/dual.hpp"
 #include "mdsd/verifiers/optimal_wor/chain.hpp"
 #include "mdsd/verifiers/optimal_wor/context.hpp"
 #include "mdsd/verifiers/optimal_wor/exact_sweep.hpp"
@@ -200,12 +200,6 @@ inline std::string fmt_g(double x) {
     return buf;
 }
 
-// true: prepare scans every prefix for H* as before session 16 (benches and tests comparing the two).
-inline bool& prepare_scans_every_prefix() {
-    static bool every = false;
-    return every;
-}
-
 struct OptimalWor {
     using Plan = wor::Plan;
 
@@ -219,7 +213,7 @@ struct OptimalWor {
         // the chord scan's H* is taken only when no other prefix comes near its F, else every prefix
         // is scanned (race/chord_scan.hpp, argmin_margin). alpha* is then the chord scan's (~1e-14 off).
         ws.chords.argmin_margin = race::ChordScan::kArgminMargin;
-        ws.chords.enabled = !prepare_scans_every_prefix();
+        ws.chords.enabled = !opt.h_star_every_prefix;
         const DualResult dr = dual_prefix(p, q, V, n, Scheme::Wor, WorMethod::Auto, ws);
         pl.alpha_star = dr.alpha;
         const std::vector<int32_t> sup = ws.order;  // supp q by ascending p/q; H* = its first k_star

@@ -1,0 +1,23 @@
+# Typed stubs of mdsd_fast._core.engines, generated with pybind11-stubgen from the built extension: regenerated, not
+# edited. After changing cpp/bindings/, rebuild, then from the repository root:
+#   PYTHONPATH=python MDSD_FAST_ISA=baseline pybind11-stubgen mdsd_fast._core -o /tmp/stubs
+#   cp /tmp/stubs/mdsd_fast/_core/*.pyi python/mdsd_fast/_core/
+#   sed -i -E 's/^(ISA|__version__): str = .*/\1: str/' python/mdsd_fast/_core/__init__.pyi
+"""
+vLLM's and SGLang's contracts (reference kernels).
+"""
+from __future__ import annotations
+import numpy
+import numpy.typing
+import typing
+__all__: list[str] = ['rejection_sample', 'tree_sample']
+def rejection_sample(draft_token_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], cu_num_draft_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], draft_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, target_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], bonus_token_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], is_greedy: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8] | None, uniform_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, recovery_noise: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, max_spec_len: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> numpy.typing.NDArray[numpy.int64]:
+    """
+    vLLM V1's rejection_sample on validated arrays: int64 (B, max_spec_len + 1), -1 placeholders.
+    """
+def tree_sample(candidates: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_index: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_next_token: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_next_sibling: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], uniform_samples: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], uniform_samples_for_final_sampling: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], target_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], draft_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, num_speculative_tokens: typing.SupportsInt | typing.SupportsIndex, verifier: str, scheme: str, threshold_single: typing.SupportsFloat | typing.SupportsIndex, threshold_acc: typing.SupportsFloat | typing.SupportsIndex, work_budget: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
+    """
+    SGLang's token-tree verification (verifier='sglang') or a registry verifier at every node, on
+    validated arrays: (predicts (B*N,), accept_index (B, num_speculative_tokens), accept_token_num (B,)),
+    int64 with -1 placeholders. num_speculative_tokens <= 0: the deepest tree's depth + 1.
+    """
