@@ -25,8 +25,8 @@ import time
 import numpy as np
 
 import mdsd_fast as mf
-from mdsd_fast.verifiers.run import _prepare
 from mdsd_fast.verifiers.given_drafts import _verify_planned
+from mdsd_fast.verifiers.run import _prepare
 
 
 def cpu(f) -> float:  # type: ignore[no-untyped-def]

@@ -63,7 +63,9 @@ def _verify_direct(
     pr, qr = raw_batch(pr, qr)
     d64 = np.ascontiguousarray(d, dtype=np.int64)
     ids = _row_ids(row_ids, B)
-    tokens, accepted, err = _core.verifiers.verify_direct(name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL)
+    tokens, accepted, err = _core.verifiers.verify_direct(
+        name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL
+    )
     if err is not None:
         status, side, r, value = err
         raise_row_error("pq"[side], status, r, value, (pr, qr)[side])
