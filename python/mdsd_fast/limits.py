@@ -1,4 +1,4 @@
-"""The package's limits, read from the C++ core's one table (``cpp/include/mdsd/limits.hpp``).
+"""The package's limits, read from the C++ core's one table (``cpp/include/mdsd/core/limits.hpp``).
 
 ``LIMITS`` maps each name to its value; ``describe()`` returns what each one limits. The Python
 boundary checks its inputs against these same numbers, so an error names the limit it hit.

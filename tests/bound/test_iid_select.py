@@ -1,4 +1,4 @@
-"""alpha*_iid by bucket selection (cpp/include/mdsd/iid_select.hpp, iid_exact.hpp) against the
+"""alpha*_iid by bucket selection (cpp/include/mdsd/bound/iid_select.hpp, iid_exact.hpp) against the
 full-sort route.
 
 F(k) = [P_k] - [S_k]^n with [.] the exact prefix mass rounded once, so F depends on the prefix's

@@ -1,4 +1,4 @@
-"""The row sum every route normalises by (cpp/include/mdsd/validate.hpp): the exact sum of a row's
+"""The row sum every route normalises by (cpp/include/mdsd/inputs/validate.hpp): the exact sum of a row's
 entries, rounded once. ``math.fsum`` is the reference (it is correctly rounded too); the rows include
 ones where a compensated running sum (the sum before) is one ulp off, a sum exactly at a rounding
 midpoint (the lanes' bound cannot decide it: the ExactSum fallback), float32 rows and every order

@@ -1,4 +1,4 @@
-"""The fast i.i.d. route of acceptance_bounds (python/mdsd_fast/_intervals_fast.py).
+"""The fast i.i.d. route of acceptance_bounds (python/mdsd_fast/intervals/iid.py).
 
 * high is the minimum of the cut bound 1 + p_max(H) - Q_min(H) over every H containing T: checked
   against an independent enumeration of all 2^V token sets (V <= 9);

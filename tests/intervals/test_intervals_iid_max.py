@@ -1,4 +1,4 @@
-"""The bracket of the largest alpha*_iid over completions (python/mdsd_fast/_intervals_tight.py,
+"""The bracket of the largest alpha*_iid over completions (python/mdsd_fast/intervals/iid_max.py,
 docs/guide/intervals.md §3.3): a witness completion below it, a certified bound above it.
 
 * The tangent bound alone (no other high given) is never below alpha* of any completion of a fine

@@ -1,5 +1,5 @@
-"""The without-replacement route of acceptance_bounds (python/mdsd_fast/_intervals_wor.py,
-cpp/include/mdsd/wor_bucket.hpp).
+"""The without-replacement route of acceptance_bounds (python/mdsd_fast/intervals/wor.py,
+cpp/include/mdsd/intervals/unseen_mass.hpp).
 
 * low, the Poisson bucket: checked against the J-phantom route it replaces (alpha*_wor of the
   pair with q's unseen mass on J equal phantoms, through the core's own scan) as J grows: never

@@ -1,6 +1,6 @@
-"""The engine case without a plan (cpp/include/mdsd/verifiers/direct*.hpp): one tuple per row of
+"""The engine case without a plan (cpp/include/mdsd/verifiers/planless/*.hpp): one tuple per row of
 (B, V) p, q, verified by "sd", "rrs", "rrs-wor" and "kseq" with linear passes, and by "optimal"
-with i.i.d. drafts from the drafts' windows alone (shadow_verify.hpp; test_direct_optimal.py).
+with i.i.d. drafts from the drafts' windows alone (optimal_iid/planless.hpp; test_direct_optimal.py).
 mf.verify takes this route for a batch with one tuple per row; its exact law must be p and equal
 the planned verifier's. Fused validation, float32 input and thread counts: test_direct_input.py."""
 

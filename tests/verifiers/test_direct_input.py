@@ -1,4 +1,4 @@
-"""The engine case's fused input pass (cpp/include/mdsd/verifiers/direct_batch.hpp): mf.verify with
+"""The engine case's fused input pass (cpp/include/mdsd/verifiers/planless/batch.hpp): mf.verify with
 one tuple per row validates and normalises raw rows inside the C++ kernel, float32 kept float32.
 Checked here: the exact law on raw rows equals the planned verifier's on as_pair's rows (1e-12) at
 vocabularies where kseq's bracket passes run; float32 equals its float64 widening bit for bit;

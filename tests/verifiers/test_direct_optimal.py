@@ -1,6 +1,6 @@
 """The engine case of "optimal" with i.i.d. drafts: mf.verify with one tuple per row of (B, V) p, q
 cuts only the drafts' level windows, each from the levels left before it
-(cpp/include/mdsd/verifiers/shadow_verify.hpp, docs/theory/level_race.md §12.6), instead of preparing the
+(cpp/include/mdsd/verifiers/optimal_iid/planless.hpp, docs/theory/level_race.md §12.6), instead of preparing the
 whole plan. Checked here against the plan route (``verifiers._verify_planned``, kept as the
 reference): the same seed gives the same outputs on random and shipped rows; rows whose residual
 is empty; the route is taken only where it applies; losslessness by a chi-square test whose

@@ -1,6 +1,6 @@
 """The "optimal" verifier: exact optimal acceptance, i.i.d. (full vocabulary) and wor drafts.
 
-Construction (cpp/include/mdsd/verifiers/optimal_iid.hpp, optimal_wor/): the certificate H* splits the plan into an
+Construction (cpp/include/mdsd/verifiers/optimal_iid/plan.hpp, optimal_wor/): the certificate H* splits the plan into an
 outer system (tuples with a draft outside H* output one of those drafts) and an inner system
 (tuples inside H* fill every token of H* exactly, rejecting to the residual otherwise); inside each
 system the draft with the highest random "level" wins, with the level pieces of every token placed

@@ -22,8 +22,8 @@ from .table import lookup
 
 __all__ = ["verify"]
 
-#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/direct*.hpp;
-#: "optimal" with its default i.i.d. scheme: shadow_verify.hpp, docs/theory/level_race.md §12.6).
+#: Verifiers whose one-tuple-per-row case runs without a plan (cpp/include/mdsd/verifiers/planless/*.hpp;
+#: "optimal" with its default i.i.d. scheme: optimal_iid/planless.hpp, docs/theory/level_race.md §12.6).
 _DIRECT = ("sd", "rrs", "rrs-wor", "kseq", "optimal")
 
 

@@ -215,7 +215,7 @@ class Optimal(Verifier):
 
     The reported acceptance is the plan's accepted mass from the pieces/chunks actually built.
 
-    Source: this package (cpp/include/mdsd/verifiers/optimal_iid.hpp, optimal_wor/); the split is
+    Source: this package (cpp/include/mdsd/verifiers/optimal_iid/plan.hpp, optimal_wor/); the split is
     Global Resolution's (Thomas & Pal).
     """
 
