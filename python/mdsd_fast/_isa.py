@@ -52,4 +52,7 @@ def load_core() -> ModuleType:
             raise ImportError(
                 f"{ENV}=avx2, but this CPU (or OS) does not run AVX2 code, or this installation has no AVX2 build"
             )
-    return importlib.import_module("mdsd_fast._core")
+    mod = importlib.import_module("mdsd_fast._core")
+    if getattr(mod, "__file__", None) is None:  # the stubs' folder mdsd_fast/_core/ alone: no compiled core
+        raise ImportError("mdsd_fast._core, the compiled core, is missing from this installation: reinstall mdsd_fast")
+    return mod
