@@ -1,6 +1,6 @@
 """A/B: two builds of mdsd_fast timed on the same public calls, or their results compared bit for bit.
 
-    python bench/ab.py time [--base REF] [--rounds 7] [--reps 3] [--jobs "verify sd,alpha wor"]
+    python bench/ab.py time [--base REF] [--rounds 7] [--reps 3] [--jobs "verify sd, 64 rows; alpha wor n=4, 1 row"]
     python bench/ab.py bits [--base REF] [--rows 300] [--cli quick|full]
 
 The base (default: the merge-base with main, or HEAD~1 on main) is checked out with ``git
@@ -236,7 +236,7 @@ def run_time(a: argparse.Namespace, paths: dict[str, str]) -> None:
         assert pr.stdout is not None
         print(f"{s}: {pr.stdout.readline().strip()} (PYTHONPATH={paths[s]})")
     print(f"machine: {machine()}\nload average at start: {load()}")
-    jobs = [j.strip() for j in a.jobs.split(",")] if a.jobs else list(JOBS)
+    jobs = [j.strip() for j in a.jobs.split(";")] if a.jobs else list(JOBS)
     times: dict[str, dict[str, list[float]]] = {}
     for r in range(a.rounds):
         order = list(procs) if r % 2 == 0 else list(procs)[::-1]
@@ -295,7 +295,7 @@ def main() -> int:
     ap.add_argument("--baseline-only", action="store_true", help="build without the AVX2 core (faster)")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--reps", type=int, default=3)
-    ap.add_argument("--jobs", help="comma-separated call names (default: all)")
+    ap.add_argument("--jobs", help='call names separated by ";" (default: all)')
     ap.add_argument("--rows", type=int, default=300, help="bits: shipped rows (evenly spaced)")
     ap.add_argument("--cli", choices=["quick", "full"], default="quick",
                     help="bits: quick = report at n = 2 and one temperature, trees on 2 per shape")  # fmt: skip

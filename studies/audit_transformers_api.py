@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     audit = getattr(mf, "audit", None)
     if audit is None:
-        print("this build of mdsd_fast has no mdsd_fast.audit (merge the audit branch first)", file=sys.stderr)
+        print("this build of mdsd_fast has no mdsd_fast.audit", file=sys.stderr)
         return 2
     import torch
 

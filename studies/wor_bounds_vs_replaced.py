@@ -1,5 +1,5 @@
 """acceptance_bounds for "wor" on truncated rows: the bucket low end and the minimum over every H
-(docs/intervals.md §2, §3.2) against the routes they replace, on held-out rows.
+(docs/guide/intervals.md §2, docs/design/intervals.md §3.2) against the routes they replace, on held-out rows.
 
 Run:  PYTHONPATH=python python studies/wor_bounds_vs_replaced.py [--rows 256]
 

@@ -1,4 +1,4 @@
-"""Is alpha*_wor concave along segments of the completions of truncated logs? (docs/intervals.md §3.3)
+"""Is alpha*_wor concave along segments of the completions of truncated logs? (docs/design/intervals.md §3.3)
 
 The i.i.d. bracket of §3.3 rests on the concavity of alpha*_iid in (p, q). For drafts without
 replacement it is not known, so this measures it: for random top-k logs, random pairs of

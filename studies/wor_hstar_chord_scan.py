@@ -1,5 +1,5 @@
-"""The wor route's preparation with H* from the chord scan and its argmin check (default, session 16)
-against the scan of every prefix (``_testing.wor_prepare_scans_every_prefix(True)``, the path before),
+"""The wor route's preparation with H* from the chord scan and its argmin check (the default)
+against the scan of every prefix (``_testing.wor_prepare_scans_every_prefix(True)``, the form it replaced),
 side by side in one process.
 
 Run:  python studies/wor_hstar_chord_scan.py [--ns 4,2,3,8] [--step 18] [--heldout 40] [--reps 2]

@@ -6,11 +6,11 @@ Run:  python studies/wor_prepare_forms.py [--forms pass_e,new] [--base-pythonpat
 Forms (each a worker process, all fed the same rows in turn, so that load changes hit them alike):
   new       this build, its defaults;
   pass_e    this build with the checkpointed race pass keeping every token's e
-            (``_testing.race_pass_keeps_e(True)``, the form before session 14);
+            (``_testing.race_pass_keeps_e(True)``, the form it replaced);
   events_e  this build with the prefix-event sweep's scans keeping every token's e
-            (``_testing.wor_events_keeps_e(True)``, the form before session 17);
+            (``_testing.wor_events_keeps_e(True)``, the form it replaced);
   outer_pass this build with the outer system's rank and round passes checkpointed
-            (``_testing.wor_outer_by_division(False)``, the form before session 18);
+            (``_testing.wor_outer_by_division(False)``, the form it replaced);
   base      another build (``--base-pythonpath``: a directory holding its mdsd_fast), its defaults.
 
 Rows as verifiers/optimal_wor_route.py (every --step-th shipped row, --heldout rows of tests/heldout.py seed 0).

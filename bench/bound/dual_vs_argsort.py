@@ -1,6 +1,6 @@
 """alpha* (fast dual) against numpy.argsort of the same V float64 values, measured side by side.
 
-Run:  python bench/bound/dual_vs_argsort.py [--repeats 30] [--json bench/results/dual.json]
+Run:  python bench/bound/dual_vs_argsort.py [--repeats 30] [--json bench/results/bound/dual_vs_argsort.json]
 
 Also times a plain numpy implementation of the same algorithms (bench/_support/numpy_dual.py) and the
 throughput of a (B, V) batch on one thread against two.

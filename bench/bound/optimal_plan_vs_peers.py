@@ -1,6 +1,6 @@
 """Exact optimal plan: mdsd_fast's native max-flow and HiGHS LP next to the peers, side by side.
 
-Run:  python bench/bound/optimal_plan_vs_peers.py [--repeats 3] [--json bench/results/flow.json]
+Run:  python bench/bound/optimal_plan_vs_peers.py [--repeats 3] [--json bench/results/bound/optimal_plan_vs_peers.json]
 
 Every route computes the exact optimal transport plan of one position (i.i.d. drafts, top-k support
 of k tokens, n drafts; p, q ~ Dirichlet(0.5), seeded) and its value alpha*:
@@ -9,7 +9,7 @@ of k tokens, n drafts; p, q ~ Dirichlet(0.5), seeded) and its value alpha*:
   native push-relabel max-flow (end to end from (p, q));
 * mdsd_fast solve_lp(solver="highs"): the same draft-set LP solved by HiGHS (highspy);
 * OR-Tools SimpleMaxFlow on the ordered-tuple network with capacities scaled by 2^40 to int64
-  (run in a subprocess: ortools and highspy cannot share a process; see LANDSCAPE.md §3.4);
+  (run in a subprocess: ortools and highspy cannot share a process);
 * scipy.optimize.linprog(method="highs") on the naive ordered-tuple LP (where it fits);
 * networkx maximum_flow_value (preflow-push on floats) on the ordered-tuple network (small sizes).
 
@@ -37,7 +37,7 @@ from _support.io import write_rows  # noqa: E402
 
 SIZES = [(10, 4), (10, 5), (50, 3), (100, 3), (200, 2), (1000, 2)]
 SEED = 0
-LINPROG_MAX_TUPLES = 150_000  # the ordered-tuple LP beyond this takes minutes (LANDSCAPE.md §2)
+LINPROG_MAX_TUPLES = 150_000  # the ordered-tuple LP beyond this takes minutes (over 15 at 1M tuples)
 NETWORKX_MAX_TUPLES = 12_000
 
 # Global Resolution (Thomas & Pal, ICLR 2026), published ms/token on their hardware (Llama-3 pair):

@@ -1,6 +1,6 @@
 """The roofline yardstick: every alpha* kernel against the time to stream its input once.
 
-Run:  python bench/builds/roofline.py [--repeats 15] [--json bench/results/roofline.json]
+Run:  python bench/builds/roofline.py [--repeats 15] [--json bench/results/builds/roofline_single_row.json]
       [--previous OLD.json[:RUN]]  (an earlier run's JSON, or one named run of a file of several:
                      its kernel time and ratios side by side)
       [--clock cpu] [--stat min]  (steadier on a machine shared with other jobs, see side_by_side)
@@ -116,7 +116,7 @@ def batch_scaling(sizes: list[int], B: int, stat: Callable[[list[float]], float]
 
 def load_previous(spec: str) -> dict[tuple[int, str, int], dict[str, float]]:
     """The kernel rows of an earlier run: FILE (one run's JSON, as --json writes it) or FILE:RUN
-    (a file of several named runs, such as bench/results/roofline_session13.json)."""
+    (a file of several named runs)."""
     path, _, run = spec.partition(":") if not os.path.exists(spec) else (spec, "", "")
     with open(path) as f:
         data = json.load(f)

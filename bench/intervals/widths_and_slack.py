@@ -6,10 +6,10 @@ and largest width high - low; where the truth sits; and how much of the width is
 against the extreme completions the search visited (``low_slack`` = smallest alpha* found - low,
 ``high_slack`` = high - largest alpha* found: upper bounds on the distance to the true extremes;
 the search runs on every row here, ``witnesses=True``, also where ``high`` does not need it; for
-"iid" the witness is the best completion of the cutting planes of docs/intervals.md §3.3, so the
+"iid" the witness is the best completion of the cutting planes of docs/design/intervals.md §3.3, so the
 largest alpha* over completions lies in [high - high_slack, high]: the slack is a proof of how
 close ``high`` is, per row; for "wor" the witness is also that of a local search and the bracket's
-upper end the smaller of high and the cap-aware bound of docs/intervals.md §3.5: "bracket slack" =
+upper end the smaller of high and the cap-aware bound of docs/design/intervals.md §3.5: "bracket slack" =
 that end - the witness, a proven distance to the largest alpha* where "high slack" measures the
 function's own high). ``--heldout N`` takes N generated rows (tests/heldout.py, a seed the
 package was never tuned on) as the truths instead of the shipped ones.

@@ -1,5 +1,5 @@
 """The "wor" high of ``acceptance_bounds`` on rows beyond ``WOR_MAX_ROW_CELLS`` (top-1,000 logs), which
-take the candidate search (docs/intervals.md §3, §3.5) and, since session 18, the box search inside
+take the candidate search (docs/guide/intervals.md §3, docs/design/intervals.md §3.5) and then the box search inside
 §3.2's family from its best set (``WOR_BOX_BUDGET``): run it under two builds side by side.
 
 One run of this script measures one build (the package on PYTHONPATH) on the first ``--rows`` shipped
@@ -10,8 +10,8 @@ per-row change of high, and the seconds per row of each. Alternate the two build
 (the machine is shared): the ratio of seconds is the claim, not either number.
 
     PYTHONPATH=<main>/python python bench/intervals/wor_high_beyond_limit.py --out /tmp/main.npz
-    PYTHONPATH=python python bench/intervals/wor_high_beyond_limit.py --out /tmp/branch.npz
-    python bench/intervals/wor_high_beyond_limit.py --compare /tmp/main.npz /tmp/branch.npz
+    PYTHONPATH=python python bench/intervals/wor_high_beyond_limit.py --out /tmp/head.npz
+    python bench/intervals/wor_high_beyond_limit.py --compare /tmp/main.npz /tmp/head.npz
 
 ``--budget N`` sets ``_intervals_wor.WOR_BOX_BUDGET`` for the run (a build that has it; 0 = the
 candidate search alone), to measure the budget's effect on held-out rows.

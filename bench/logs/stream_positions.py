@@ -196,7 +196,7 @@ def do_bounds(n: int) -> dict[str, Any]:
 
 def do_wor_bounds(n: int) -> dict[str, Any]:
     """acceptance_bounds on n truncated top-20 rows, "wor" n = 4 and 2 and "iid" n = 4 (the control),
-    in calls of 16 rows: positions per CPU-second of each (session 17's side-by-side measurement)."""
+    in calls of 16 rows: positions per CPU-second of each (run it under two builds to compare them)."""
     from mdsd_fast import TopK, acceptance_bounds
 
     tp, tq = truncated_topk(n)

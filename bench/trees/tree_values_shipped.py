@@ -1,6 +1,6 @@
 """Exact tree values on the shipped SmolLM2 trees: drafted trees per second per verifier, one core.
 
-Run:  python bench/trees/tree_values_shipped.py [--json bench/results/trees_real.json]
+Run:  python bench/trees/tree_values_shipped.py [--json bench/results/trees/tree_values_shipped.json]
 
 Each shape's 18 trees (docs/DATA.md "Draft trees") are loaded as compact trees
 (``TreeDataset.compact_tree``: the union of the nodes' stored supports, 129-1,353 tokens) before the

@@ -1,6 +1,6 @@
 """Exact tree values: drafted trees per second for ``trees.tree_value``, per verifier, one core.
 
-Run:  python bench/trees/tree_values_synthetic.py [--V 49152] [--trees 5] [--json bench/results/trees.json]
+Run:  python bench/trees/tree_values_synthetic.py [--V 49152] [--trees 5] [--json bench/results/trees/tree_values_synthetic.json]
 
 Synthetic LLM-like rows (Zipf-like target p at a random temperature, draft q a noisy copy of
 its logits), a fresh pair per node from a prefix-seeded oracle. Shapes: "4x3" (every node drafts 4 tokens, depth 3, by the

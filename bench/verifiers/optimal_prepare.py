@@ -1,6 +1,6 @@
-"""The "optimal" verifier (issue 8): preparation + one verification per position, one core.
+"""The "optimal" verifier: preparation + one verification per position, one core.
 
-Run:  python bench/verifiers/optimal_prepare.py [--repeats 15] [--wor-step 9] [--json bench/results/optimal.json]
+Run:  python bench/verifiers/optimal_prepare.py [--repeats 15] [--wor-step 9] [--json bench/results/verifiers/optimal_prepare.json]
 
 Per position the verifier prepares once (the certificate H* by the sorted-prefix dual, then the
 level pieces of every token, then the residual) and verifies a tuple in O(n log n + pieces). Timed:
@@ -13,7 +13,7 @@ level pieces of every token, then the residual) and verifies a tuple in O(n log 
 
 Inputs: V = 49,152 LLM-like rows (target logits ~ N(0, 2.5^2), draft logits = target + N(0, 1)).
 The (top-k, n) table truncates q to its k most probable tokens (renormalised; p stays full) and is
-printed beside Global Resolution's solve times as summarised in LANDSCAPE.md §1.2 (secondary
+printed beside Global Resolution's published solve times (Llama-3 70B/8B; as summarised by secondary
 summaries, unconfirmed; different hardware, models and settings, and GR's times are for an
 approximate solve that fails and falls back to an exact method in many cases at k >= 100).
 Medians of alternating repeats; the machine is shared, so treat single numbers as noisy.
@@ -39,7 +39,7 @@ from mdsd_fast import _core
 
 V = 49_152
 GOAL_MS = 20.0
-# LANDSCAPE.md §1.2, Llama-3, ms per token (success rate); None: not reported
+# Global Resolution's published times, Llama-3, ms per token (success rate); None: not reported
 GR_TABLE = {
     (10, 2): "5.27 (98 %)",
     (10, 4): "40.30 (97 %)",
@@ -175,7 +175,7 @@ def main() -> int:
         print(f"| {n} | {mc:.2f} | {mp:.2f} | {ma:.2f} | {gap:.1e} | {goal} |")
         out["full"].append({"n": n, "core_ms": mc, "public_ms": mp, "alpha_ms": ma, "gap": gap})
 
-    print("\n## (top-k of q, n): prepare + one verification, core ms, beside GR (LANDSCAPE.md §1.2, unconfirmed)\n")
+    print("\n## (top-k of q, n): prepare + one verification, core ms, beside GR (published times, unconfirmed)\n")
     print("| (k, n) | optimal: core ms | |alpha - alpha*| | GR tau=1e-3 ms (success) |")
     print("|---|---|---|---|")
     p, q0 = llm_like(0)

@@ -1,6 +1,6 @@
 """Verifier simulation throughput: draft + verify steps per second, in C++, 1 and 2 threads.
 
-Run:  python bench/verifiers/simulation_throughput.py [--samples 2000000] [--json bench/results/verifiers.json]
+Run:  python bench/verifiers/simulation_throughput.py [--samples 2000000] [--json bench/results/verifiers/simulation_throughput.json]
 
 Each row times mf.acceptance(name, p, q, n, exact=False, samples=S) (drafting with the verifier's
 own scheme, then verification, then the estimate) on one pair, with threads=1 and threads=2
