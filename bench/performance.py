@@ -201,8 +201,8 @@ def page() -> str:
         "Today's measured numbers, one table per benchmark. Speed claims are ratios taken side by side in one run "
         "(a kernel against `numpy.argsort` or the time to copy its input, one build against another), because the "
         "machines are shared and their speed drifts; single times are for scale. Most runs used thread CPU time "
-        "and the best of several calls for that reason. bench/README.md says what each folder measures; "
-        "the design notes (design/index.md) say why the routes are what they are.",
+        "and the best of several calls for that reason. `bench/README.md` says what each folder measures; "
+        "the [design notes](design/index.md) say why the routes are what they are.",
         "",
     ]
     for rel, title, command, machine in SECTIONS:
