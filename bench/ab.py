@@ -10,10 +10,9 @@ install --target``. The head is the working tree's in-place build (python/mdsd_f
 built the same way when there is none. ``--base-path DIR`` / ``--head-path DIR`` take a directory
 that already holds a built mdsd_fast and skip building that side.
 
-``time``: one long-lived worker process per build (PYTHONPATH = that build), fed the same calls in
-turn, call by call, the first side alternating between rounds; each call is timed as the best thread
-CPU time of --reps (threads=1), so a busy shared machine slows both sides alike. Prints per call
-the median times and base / head per round: the ratio is the claim, not either time.
+``time``: one long-lived worker per build (PYTHONPATH = that build) gets the same calls in turn,
+the first side alternating between rounds; each call is the best thread CPU time of --reps
+(threads=1), so load slows both sides alike. The ratio base / head is the claim, not either time.
 
 ``bits``: each build dumps public results on the shipped data (alpha* of every scheme at n = 2, 4,
 8; every registry verifier's exact acceptance where it applies; the optimal plans' outputs from
@@ -119,17 +118,15 @@ def load() -> str:
 
 
 def engine_case() -> dict[str, Any]:
-    """The calls of ``time``: public API, one thread, LLM-like rows (bench/_support/rows.py's kind)."""
+    """The calls of ``time``: public API, one thread, the engine case's LLM-like rows."""
     import numpy as np
 
     import mdsd_fast as mf
 
-    rng = np.random.default_rng(0)
-    L = rng.standard_normal((64, V_ENGINE)) * 3.0
-    P = np.exp(L - L.max(axis=1, keepdims=True))
-    P /= P.sum(axis=1, keepdims=True)
-    Q = np.exp(L + rng.standard_normal(L.shape) - L.max(axis=1, keepdims=True))
-    Q /= Q.sum(axis=1, keepdims=True)
+    sys.path.insert(0, str(ROOT / "bench"))
+    from _support.rows import engine_rows
+
+    P, Q = engine_rows(64, V_ENGINE)
     d = {v: np.stack([mf.simulate(v, P[r], Q[r], n, 1, rng=r).drafts[0] for r in range(64)]) for v, n in
          (("sd", 1), ("rrs", 4), ("kseq", 4), ("optimal", 4))}  # fmt: skip
     top = np.argsort(-P, axis=1)[:, :20], np.argsort(-Q, axis=1)[:, :20]
