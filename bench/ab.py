@@ -259,19 +259,19 @@ def run_time(a: argparse.Namespace, paths: dict[str, str]) -> None:
 def run_bits(a: argparse.Namespace, paths: dict[str, str], tmp: Path) -> int:
     import numpy as np
 
+    d = {s: tmp / f"dump-{s}" for s in ("base", "head")}  # beside the builds under tmp/<side>
     for s, p in paths.items():
-        (tmp / s).mkdir()
-        args = ["_dump", tmp / s, "--rows", a.rows, "--cli", a.cli]
-        sh([sys.executable, __file__, *args], env=env_for(p))
-    r = [np.load(tmp / s / "results.npz") for s in ("base", "head")]
+        d[s].mkdir()
+        sh([sys.executable, __file__, "_dump", d[s], "--rows", a.rows, "--cli", a.cli], env=env_for(p))
+    r = [np.load(d[s] / "results.npz") for s in ("base", "head")]
     diff = sorted(set(r[0].files) ^ set(r[1].files))
     for k in sorted(set(r[0].files) & set(r[1].files)):
         x, y = r[0][k], r[1][k]
         if x.dtype != y.dtype or x.shape != y.shape or x.tobytes() != y.tobytes():
             diff.append(k)
-    csvs = sorted({p.relative_to(tmp / s) for s in ("base", "head") for p in (tmp / s).rglob("*.csv")})
+    csvs = sorted({f.relative_to(d[s]) for s in d for f in d[s].rglob("*.csv")})
     for c in csvs:
-        f = [tmp / s / c for s in ("base", "head")]
+        f = [d[s] / c for s in ("base", "head")]
         if not all(x.exists() for x in f) or f[0].read_bytes() != f[1].read_bytes():
             diff.append(str(c))
     print(f"compared {len(r[0].files)} result arrays and {len(csvs)} CSV files ({', '.join(map(str, csvs))})")
