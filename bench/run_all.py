@@ -2,9 +2,10 @@
 
 Run:  python bench/run_all.py [--out bench/results]
 
-Runs bench_dual.py, bench_flow.py, bench_verifiers.py and bench_optimal.py one after the other (each prints its
-tables; the machine info is printed first) and writes their JSON next to each other in --out.
-OR-Tools runs in a subprocess of bench_flow.py because it cannot share a process with highspy.
+Runs bound/dual_vs_argsort.py, bound/optimal_plan_vs_peers.py, verifiers/simulation_throughput.py
+and verifiers/optimal_prepare.py one after the other (each prints its tables; the machine info is
+printed first) and writes each one's JSON to --out/<room>/<script>.json. OR-Tools runs in a
+subprocess of bound/optimal_plan_vs_peers.py because it cannot share a process with highspy.
 Install the peers first:  pip install ortools scipy networkx
 """
 
@@ -27,16 +28,17 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     rep = ["--repeats", "5"] if args.quick else []
     runs = [
-        ("bench_dual.py", rep + (["--batch", "32"] if args.quick else [])),
-        ("bench_flow.py", ["--repeats", "1" if args.quick else "3"]),
-        ("bench_verifiers.py", ["--samples", "200000" if args.quick else "2000000", "--repeats", "2"]),
-        ("bench_optimal.py", ["--repeats", "3" if args.quick else "9"]),
+        ("bound/dual_vs_argsort.py", rep + (["--batch", "32"] if args.quick else [])),
+        ("bound/optimal_plan_vs_peers.py", ["--repeats", "1" if args.quick else "3"]),
+        ("verifiers/simulation_throughput.py", ["--samples", "200000" if args.quick else "2000000", "--repeats", "2"]),
+        ("verifiers/optimal_prepare.py", ["--repeats", "3" if args.quick else "9"]),
     ]
     t0 = time.perf_counter()
     for script, extra in runs:
-        name = script.replace("bench_", "").replace(".py", "")
+        out = os.path.join(args.out, script.replace(".py", ".json"))
+        os.makedirs(os.path.dirname(out), exist_ok=True)
         print(f"\n## {script}\n", flush=True)
-        cmd = [sys.executable, os.path.join(HERE, script), *extra, "--json", os.path.join(args.out, f"{name}.json")]
+        cmd = [sys.executable, os.path.join(HERE, script), *extra, "--json", out]
         rc = subprocess.call(cmd)
         if rc != 0:
             print(f"{script} failed with exit code {rc}", file=sys.stderr)
