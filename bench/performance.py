@@ -62,7 +62,7 @@ def roofline(d: dict[str, Any]) -> tuple[str, list[str]]:
         for r in single
     ]  # fmt: skip
     out = [
-        "One row, one thread, `_core.dual_batch` on a validated LLM-like row. The floor is `np.copyto` of p and q "
+        "One row, one thread, `_core.bound.dual_batch` on a validated LLM-like row. The floor is `np.copyto` of p and q "
         "(the same bytes read once); goals: α* iid ≤ 0.5x argsort and ≤ 4x the floor, wor n = 4 and 8 ≤ 3x argsort.",
         "",
         *table(["V", "scheme", "n", "kernel µs", "floor µs", "argsort µs", "/ floor", "/ argsort"], rows),

@@ -1,4 +1,4 @@
-"""Audit transformers' speculative-sampling step with SmolLM2-135M (docs/audit_transformers.md).
+"""Audit transformers' speculative-sampling step with SmolLM2-135M (docs/findings/third_party.md).
 
     python studies/audit_transformers.py [--prompts 16] [--json out.json]
 

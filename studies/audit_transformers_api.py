@@ -1,4 +1,4 @@
-"""transformers' real ``_speculative_sampling`` through ``mdsd_fast.audit`` (docs/audit_transformers.md).
+"""transformers' real ``_speculative_sampling`` through ``mdsd_fast.audit`` (docs/findings/third_party.md).
 
     python studies/audit_transformers_api.py [--rows 3] [--samples 5000]
 

@@ -1,4 +1,4 @@
-"""Check that the full Gemma dataset reproduces the shipped sample's rows (docs/gemma.md).
+"""Check that the full Gemma dataset reproduces the shipped sample's rows (docs/findings/gemma.md).
 
 ``mdsd-fast extract --model gemma3-270m --full --out FULL.npz`` runs the sample's command on the
 sample's prompts without the 1,024-token cut. Every shipped row must then be that full row cut:

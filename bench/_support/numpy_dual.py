@@ -1,6 +1,6 @@
 """Plain numpy implementations of the sorted-prefix dual (the comparison a user would write).
 
-The same algorithms as the C++ kernels (docs/theory.md §4), written the natural numpy way: argsort,
+The same algorithms as the C++ kernels (docs/theory/sorted_prefix.md §4), written the natural numpy way: argsort,
 cumulative sums and, for without-replacement drafts with n >= 3, the exponential-race integral
 with the Poisson-binomial DP vectorised over the time grid and a Python loop over tokens.
 """

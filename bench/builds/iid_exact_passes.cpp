@@ -2,7 +2,7 @@
 // the ExactSum selection and the full sort beside them, on LLM-like rows (bench_dual.py's llm_like: logits N(0, 3^2), q's logits + N(0, 1)), one
 // thread, with the memory-stream floor (a copy of p and q) timed in the same loop. Standalone:
 //   g++ -std=c++17 -O3 -march=x86-64 -mtune=generic -fno-math-errno -ffp-contract=off -Icpp/include \
-//       bench/bench_iid_exact.cpp -o /tmp/bie && /tmp/bie
+//       bench/builds/iid_exact_passes.cpp -o /tmp/bie && /tmp/bie
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -1,4 +1,4 @@
-"""The two builds of the core side by side in one run: baseline (SSE2) against AVX2 (docs/builds.md).
+"""The two builds of the core side by side in one run: baseline (SSE2) against AVX2 (docs/guide/builds.md).
 
 Run:  python bench/builds/isa_side_by_side.py [--reps 7] [--rows 16] [--json OUT]
 
@@ -64,7 +64,7 @@ def worker(step: int, heldout: int) -> None:
     import mdsd_fast as mf
     from heldout import heldout_rows
     from mdsd_fast import _core
-    from mdsd_fast._validate import as_pair
+    from mdsd_fast.inputs.pairs import as_pair
 
     print(mf.ISA, flush=True)
     pairs = {}
@@ -88,7 +88,7 @@ def worker(step: int, heldout: int) -> None:
             return lambda: (np.copyto(bp, p2), np.copyto(bq, q2), 0)[-1]
         if kind == "alpha":
             p2, q2, _, _ = pairs[int(a[0])]
-            return lambda: _core.dual_batch(p2, q2, int(a[2]), a[1], "auto", False, 1)[0]
+            return lambda: _core.bound.dual_batch(p2, q2, int(a[2]), a[1], "auto", False, 1)[0]
         if kind == "public":
             return lambda: mf.optimal_acceptance(P, Q, 4, scheme=a[0], threads=1)
         if kind == "verify":
@@ -101,7 +101,7 @@ def worker(step: int, heldout: int) -> None:
             q2 = np.ascontiguousarray((q / q.sum())[None, :], np.float64)
 
             def prep() -> Any:
-                vb = _core.VerifierBatch("sweep", p2, q2, int(a[0]), "wor", None, 1, mf.WOR_WORK_BUDGET)
+                vb = _core.verifiers.VerifierBatch("sweep", p2, q2, int(a[0]), "wor", None, 1, mf.WOR_WORK_BUDGET)
                 return vb.route()["work"], vb.exact(2e8, 1)
 
             return prep

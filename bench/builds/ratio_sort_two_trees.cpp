@@ -1,7 +1,7 @@
 // ratio_order (order.hpp) alone, per row, two versions side by side in one process: this tree's and
 // a base tree's order.hpp, included into namespace mdsd_base (-DMDSD_BASE_ORDER=path). The calls
 // alternate (base, this) on each row and each keeps its best CPU time, so a busy machine inflates
-// both alike. bench/bench_order.py builds and runs it on shipped and held-out rows. One thread.
+// both alike. bench/builds/ratio_sort_two_trees.py builds and runs it on shipped and held-out rows. One thread.
 //   bench_order ROWS_FILE REPS  ->  per row: "K base_us this_us same"  (same: identical order)
 // ROWS_FILE: int64 B, int64 V, then B x V float64 p, then B x V float64 q.
 #include <algorithm>

@@ -1,4 +1,4 @@
-"""The ratio sort (cpp/include/mdsd/order.hpp) of two source trees side by side in one run.
+"""The ratio sort (cpp/include/mdsd/core/order.hpp) of two source trees side by side in one run.
 
     python bench/builds/ratio_sort_two_trees.py --base /path/to/main [--base-pythonpath DIR] [--reps 5]
 

@@ -4,7 +4,7 @@ Run:  python bench/engines/reference_kernels.py [--threads 1 2]
 
 vLLM's rejection_sample on B = 32 requests of 4 drafts, and a 3 x 3 token tree (N = 13 nodes) per
 request for B = 4 requests, verified by SGLang's rule and by registry verifiers, V = 49,152. Reports
-the wall time of one call, input validation included (docs/engines.md has the numbers).
+the wall time of one call, input validation included (docs/guide/engines.md has the numbers).
 """
 
 from __future__ import annotations

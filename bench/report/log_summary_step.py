@@ -5,7 +5,7 @@ Run:  python bench/report/log_summary_step.py [--units 20] [--rows 10000] [--out
 Synthetic shards of ``--units`` units of ``--rows`` positions each, with every key the default
 report writes: 70% complete rows (alpha* and verifier values) and 30% truncated ones (interval
 ends). The shards are written once to ``--out`` (reused when present), then ``_summarise`` is timed,
-best of two. Run it with an older checkout on ``PYTHONPATH`` to compare (docs/threads.md).
+best of two. Run it with an older checkout on ``PYTHONPATH`` to compare (docs/guide/threads.md).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Run:  python bench/trees/tree_values_shipped.py [--json bench/results/trees/tree_values_shipped.json]
 
-Each shape's 18 trees (docs/DATA.md "Draft trees") are loaded as compact trees
+Each shape's 18 trees (docs/guide/data.md "Draft trees") are loaded as compact trees
 (``TreeDataset.compact_tree``: the union of the nodes' stored supports, 129-1,353 tokens) before the
 clock starts. Timed: ``tree_values(trees, verifier, threads=1)`` for the registry verifiers, the
 same call for "block" / "traversal" (Python recursions), and ``drafted_bound`` (the bound interval,

@@ -1,5 +1,5 @@
 // Micro-bench of the remaining levels in one pass (shadow::remaining, after the ratio sort) and
-// without a sort (shadow::remaining_bucketed; optimal_iid/remaining_levels.hpp, docs/theory.md §12.6) against the
+// without a sort (shadow::remaining_bucketed; optimal_iid/remaining_levels.hpp, docs/theory/level_race.md §12.6) against the
 // token-by-token cut of the level race (optimal_iid/level_windows.hpp, as OptimalIid::prepare runs it), on
 // LLM-like rows (bench_dual.py's llm_like: logits N(0, 3^2), q's logits + N(0, 1)), n = 4, one
 // thread (CPU time, best of 5); the full sort (dual_prefix) and the whole plan
@@ -7,7 +7,7 @@
 // row setup + walk, sorted and bucketed levels) against alpha* and the plan route (prepare + walk),
 // the same rows and seed, and the race alone: each system's drafts from one envelope pass
 // (remaining_at, the default) against one pass per draft. Standalone:
-//   g++ -std=c++17 -O3 -Icpp/include bench/bench_shadow.cpp -o /tmp/bsh && /tmp/bsh
+//   g++ -std=c++17 -O3 -Icpp/include bench/verifiers/planless_levels.cpp -o /tmp/bsh && /tmp/bsh
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -121,7 +121,7 @@ int main() {
             reps);
         segs += static_cast<double>(env_o.size() + env_i.size());
         {
-            // the capped suffix (docs/theory.md §12.6): the windows after the exact prefix
+            // the capped suffix (docs/theory/level_race.md §12.6): the windows after the exact prefix
             for (int sys = 0; sys < 2; ++sys) {
                 const auto& seq = sys ? inner : outer;
                 std::vector<double> qs(seq.size()), ps(seq.size());

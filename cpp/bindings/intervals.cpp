@@ -137,12 +137,12 @@ void register_intervals(py::module_& m) {
     m.def("wor_low_end", &bucket_alpha, py::arg("p"), py::arg("q"), py::arg("u"), py::arg("k"), py::arg("threads") = 1,
           "Per row: 1 + min_H [p(H) - Q(H + bucket)] for k draws without replacement from the logged q\n"
           "plus a Poisson bucket of mass u (> 0) in every H: the low end of acceptance_bounds for \"wor\"\n"
-          "(docs/intervals.md §2). p, q: (B, L) logged values, u: (B,).");
+          "(docs/guide/intervals.md §2). p, q: (B, L) logged values, u: (B,).");
     m.def("wor_cut_min", &cut_min, py::arg("p"), py::arg("q"), py::arg("hidden"), py::arg("up"), py::arg("tp"),
           py::arg("uq"), py::arg("tq"), py::arg("k"), py::arg("p_top"), py::arg("n_tc"),
           py::arg("pieces") = mdsd::kMaxCapPieces, py::arg("threads") = 1,
           "Per row: min over every H of 1 + p_max(H) - Q_min(H) for k draws without replacement: the high\n"
-          "end of acceptance_bounds for \"wor\" (docs/intervals.md §3.2). p, q: (B, L) on the union layout;\n"
+          "end of acceptance_bounds for \"wor\" (docs/design/intervals.md §3.2). p, q: (B, L) on the union layout;\n"
           "hidden: tokens logged in neither; up, tp, uq, tq: unseen masses and caps, (B,); for top<m>+wor\n"
           "T's columns zeroed, p_top = p(T) and n_tc = its p-unseen tokens (zeros for wor), (B,); pieces:\n"
           "the q mass forced into H at the cap t_q in at most this many pieces, equal lumps beyond (§3.5;\n"
@@ -152,7 +152,7 @@ void register_intervals(py::module_& m) {
           py::arg("budget"), py::arg("pieces") = mdsd::kMaxCapPieces, py::arg("hold_a") = false, py::arg("threads") = 1,
           "Per row: the smallest cut bound of wor_cut_min over the sets of its family that a descent from\n"
           "start = (h_B, h_C, A prefix), (B, 3), visits within budget (race steps plus sets tried) by boxes\n"
-          "of the family (docs/intervals.md §3.2): (high, work, whole, arg), whole = a box covered the family\n"
+          "of the family (docs/design/intervals.md §3.2): (high, work, whole, arg), whole = a box covered the family\n"
           "(high is then wor_cut_min's), arg = the best set's (h_B, h_C, A prefix, h_D), (B, 4). hold_a keeps the A "
           "prefix at the start's (a negative control).");
 }

@@ -47,7 +47,7 @@ mdsd::race::Grid race_grid(const F64& q, int n) {
 
 // E[1{y in S} prod_{j in S, j != y} h_j] for every token y, S the set of n drafts without
 // replacement from q: the exponential-race quadrature every full-vocabulary "wor" plan computes
-// its loads with (race/, docs/theory.md §14). Exposed so tests can check it against enumeration.
+// its loads with (race/, docs/theory/race_oracle.md §14). Exposed so tests can check it against enumeration.
 F64 race_weights(const F64& q, const F64& h, int n) {
     if (h.ndim() != 1 || q.ndim() != 1 || q.shape(0) != h.shape(0))
         throw std::invalid_argument("q, h: expected two 1-D float64 arrays of the same length");

@@ -3,7 +3,7 @@
 // tuple i, validation fused into the row's pass. Streams as VerifierBatch::verify: (seed,
 // row_ids[i] or i), so results depend neither on the thread count nor on the chunking. `untouched`
 // (tests only): "optimal" cuts every window from the untouched levels, a deliberately wrong variant
-// (the negative control of the order-freedom its windows rest on, docs/theory.md §12.6).
+// (the negative control of the order-freedom its windows rest on, docs/theory/level_race.md §12.6).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>

@@ -3,7 +3,7 @@
 The ``"sweep"`` / ``"optimal"`` (scheme ``"wor"``) route was tuned on the shipped dataset
 (``mdsd_fast.load_dataset()``, 537 SmolLM2-135M rows). This module makes synthetic rows of the same
 shape (V = 49,152) from a seed, so that its certification rate, gap and time can be measured on
-rows it has not seen (bench/bench_wor_route.py, tests/test_heldout.py).
+rows it has not seen (bench/verifiers/optimal_wor_route.py, tests/test_heldout.py).
 
     >>> from heldout import heldout_rows, heldout_row
     >>> P, Q, meta = heldout_rows(24, seed=0)     # (24, 49152) float64 each, rows sum to 1

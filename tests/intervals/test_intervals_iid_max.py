@@ -1,5 +1,5 @@
 """The bracket of the largest alpha*_iid over completions (python/mdsd_fast/intervals/iid_max.py,
-docs/guide/intervals.md §3.3): a witness completion below it, a certified bound above it.
+docs/design/intervals.md §3.3): a witness completion below it, a certified bound above it.
 
 * The tangent bound alone (no other high given) is never below alpha* of any completion of a fine
   grid (V = 6, every split of each side's unseen mass in steps of u/10), and the witness is never

@@ -185,7 +185,7 @@ def test_mixed_high_is_the_minimum_over_every_h(n: int, m: int) -> None:
 def test_every_count_of_d_is_no_better_than_its_ends() -> None:
     # The kernel tries none or all of D (tokens logged in neither); here every count h_D is tried
     # with every set of logged tokens, on rows with 4-8 tokens in D: the minimum must be the same
-    # (docs/guide/intervals.md §3.2 step 1, checked rather than proven beyond k = 2).
+    # (docs/design/intervals.md §3.2 step 1, checked rather than proven beyond k = 2).
     rows = 0
     for n in (2, 3):
         p, q = wor_logs(90 + n, 10, 12, n, 4, n)

@@ -1,5 +1,5 @@
 """The box search inside §3.2's family for the "wor" high of the rows beyond ``WOR_MAX_ROW_CELLS``
-(``_core.intervals.wor_cut_descent``, cpp/include/mdsd/intervals/family_descent.hpp; docs/guide/intervals.md §3.2 "Beyond the limit").
+(``_core.intervals.wor_cut_descent``, cpp/include/mdsd/intervals/family_descent.hpp; docs/design/intervals.md §3.2 "Beyond the limit").
 Every set of the family is a valid bound, so the search can only lower the candidate search's high,
 and never below the family's minimum; here rows small enough for the whole family (``wor_cut_min``)
 are forced through the search too, so both run on them.

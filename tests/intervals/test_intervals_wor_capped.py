@@ -1,5 +1,5 @@
 """The cap-aware high of acceptance_bounds for drafts without replacement (cpp/include/mdsd/intervals/forced_pieces.hpp in
-``wor_cut_min``, docs/guide/intervals.md §3.2, §3.5): the q mass forced into H as pieces at the cap.
+``wor_cut_min``, docs/design/intervals.md §3.2, §3.5): the q mass forced into H as pieces at the cap.
 
 * The kernel at the reference's cap (``CAP_PIECES`` = 64) equals the Python reference
   ``intervals.wor_capped.wor_cap_high`` (``_q_min_wor`` on each set) where both run the same family,

@@ -1,5 +1,5 @@
 """The witness search for the largest alpha*_wor over completions (python/mdsd_fast/intervals/wor_witness.py,
-docs/guide/intervals.md §3.4).
+docs/design/intervals.md §3.4).
 
 * The witness is a real completion: logged values kept, caps and sums respected, and its alpha*_wor,
   recomputed on the full vocabulary (the small layout's D columns on the lowest ids of D, zeros on

@@ -158,7 +158,7 @@ int main() {
         CHECK_NEAR(table, r.value(0.0, lt), 1e-13);
     }
     // many pieces: 2,000 as tokens (1e-13), and 10^5 against their Poisson limit, the bucket (within
-    // the C(k, 2) / m of the coupling, docs/intervals.md §2)
+    // the C(k, 2) / m of the coupling, docs/guide/intervals.md §2)
     for (int rep = 0; rep < 8; ++rep) {
         const int k = 2 + rep % 4;
         const double f = g.uniform(0.2, 0.5), lam = g.uniform(0.1, 0.3), w0 = 1.0 - f - lam;

@@ -1,6 +1,6 @@
 // The pass of race/pass.hpp in the form that keeps every token's factor e + x h b (no per-block
 // scale of the small tokens' e): the tests' reference for race::pass and race::suffix_checks, which
-// must give the same w, E and laid weights to rounding (docs/theory.md §14.4, "Without e").
+// must give the same w, E and laid weights to rounding (docs/theory/race_oracle.md §14.4, "Without e").
 #pragma once
 
 #include <algorithm>

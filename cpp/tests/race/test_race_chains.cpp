@@ -1,4 +1,4 @@
-// The doubling chains and the w integral of the race oracle (docs/theory.md §14.3-§14.4), in C++:
+// The doubling chains and the w integral of the race oracle (docs/theory/race_oracle.md §14.3-§14.4), in C++:
 //   * factor_chain (one chain per residue class) bit for bit against node-by-node doubling;
 //   * Grid::betas (beta = e^{x t} - 1, the factors of race::pass_div) against libm's expm1;
 //   * w_raw (summed in node blocks) bit for bit against a node-at-a-time sum, and pass_div's fused

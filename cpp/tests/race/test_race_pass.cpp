@@ -1,4 +1,4 @@
-// The checkpointed pass without e (docs/theory.md §14.4, "Without e"), in C++:
+// The checkpointed pass without e (docs/theory/race_oracle.md §14.4, "Without e"), in C++:
 //   * mul_unit (generic and the fixed-n sweeps) bit for bit against mul_factor with e = 1,
 //     node by node, at every n, weights 0 / 1 / in between, in place and not;
 //   * race::pass against the form with every token's e (pass_with_e.hpp, the reference): the same

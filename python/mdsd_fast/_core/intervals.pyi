@@ -15,13 +15,13 @@ def wor_cut_descent(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], 
     """
     Per row: the smallest cut bound of wor_cut_min over the sets of its family that a descent from
     start = (h_B, h_C, A prefix), (B, 3), visits within budget (race steps plus sets tried) by boxes
-    of the family (docs/intervals.md §3.2): (high, work, whole, arg), whole = a box covered the family
+    of the family (docs/design/intervals.md §3.2): (high, work, whole, arg), whole = a box covered the family
     (high is then wor_cut_min's), arg = the best set's (h_B, h_C, A prefix, h_D), (B, 4). hold_a keeps the A prefix at the start's (a negative control).
     """
 def wor_cut_min(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], hidden: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], up: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tp: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], uq: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], tq: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], k: typing.SupportsInt | typing.SupportsIndex, p_top: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], n_tc: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], pieces: typing.SupportsInt | typing.SupportsIndex = 1048576, threads: typing.SupportsInt | typing.SupportsIndex = 1) -> numpy.typing.NDArray[numpy.float64]:
     """
     Per row: min over every H of 1 + p_max(H) - Q_min(H) for k draws without replacement: the high
-    end of acceptance_bounds for "wor" (docs/intervals.md §3.2). p, q: (B, L) on the union layout;
+    end of acceptance_bounds for "wor" (docs/design/intervals.md §3.2). p, q: (B, L) on the union layout;
     hidden: tokens logged in neither; up, tp, uq, tq: unseen masses and caps, (B,); for top<m>+wor
     T's columns zeroed, p_top = p(T) and n_tc = its p-unseen tokens (zeros for wor), (B,); pieces:
     the q mass forced into H at the cap t_q in at most this many pieces, equal lumps beyond (§3.5;
@@ -31,5 +31,5 @@ def wor_low_end(p: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], q: t
     """
     Per row: 1 + min_H [p(H) - Q(H + bucket)] for k draws without replacement from the logged q
     plus a Poisson bucket of mass u (> 0) in every H: the low end of acceptance_bounds for "wor"
-    (docs/intervals.md §2). p, q: (B, L) logged values, u: (B,).
+    (docs/guide/intervals.md §2). p, q: (B, L) logged values, u: (B,).
     """

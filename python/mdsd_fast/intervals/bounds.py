@@ -16,7 +16,7 @@ consistent completion of p and of q (docs/guide/intervals.md: statement, proofs,
   completions, both explicit. For i.i.d. random drafts the minimum is over **every** H
   (``iid.iid_high``: the bound depends on H through a few sums), and for "wor" too
   (``wor.wor_high``: a few structured sets per size, with the q mass forced into H at
-  the cap, docs/guide/intervals.md §3.5); for oversized rows it is over
+  the cap, docs/design/intervals.md §3.5); for oversized rows it is over
   candidates, the certificates of extreme completions and of a Frank-Wolfe search (for "wor" with
   the same pieces at the cap, by the same kernel: ``wor.wor_set_high``).
 * "topk" is exact: alpha* = p(T) with T the logged top n of q.
@@ -174,11 +174,11 @@ def _bounds(
     else:
         lo, hi = _low(pl, ql, n, scheme, m, T, threads), np.ones(B)
         a = ((pl.x > 0) & (ql.x > 0)).sum(axis=1)
-        if wor:  # every H at once (docs/guide/intervals.md §3.2)
+        if wor:  # every H at once (docs/design/intervals.md §3.2)
             fast = wor_high_rows(pl, ql)
         else:
             fast = row_cells(a, ql.unseen.sum(axis=1), pl.unseen.sum(axis=1)) <= MAX_ROW_CELLS
-        if fast.any():  # every H at once (docs/guide/intervals.md §3.1, §3.2)
+        if fast.any():  # every H at once (docs/design/intervals.md §3.1, §3.2)
             sub = _take(pl, ql, fast)
             hi[fast] = (
                 wor_high(sub[0], sub[1], T[fast], n, m, threads) if wor else iid_high(sub[0], sub[1], T[fast], n - m)

@@ -207,7 +207,7 @@ def _cut(p: _Log, q: _Log, H: _B, T: _B, k: int, wor: bool, hidden_in: bool, thr
     w = np.take_along_axis(w, np.argsort(-w, axis=1, kind="stable")[:, : max(k, int((w > 0).sum(1).max()))], 1)
     w_out = (q.x * ~(H | T)).sum(axis=1) + np.minimum(q.u, out_room)
     # q's unseen mass that must fall inside H, at the cap t_q: the exact smallest Q over completions
-    # (docs/guide/intervals.md §3.5). Up to one cap it is one token, §3's lump, here one alpha*_wor call;
+    # (docs/design/intervals.md §3.5). Up to one cap it is one token, §3's lump, here one alpha*_wor call;
     # beyond, the pieces by the kernel of the rows it covers (its prefix scan costs more than that)
     forced = np.maximum(0.0, q.u - out_room)
     many = forced > q.t

@@ -1,6 +1,6 @@
 """The fast route of ``acceptance_bounds`` for i.i.d. random drafts ("iid", "greedy", "top<m>+iid").
 
-Two pieces (docs/guide/intervals.md §3.1, §7):
+Two pieces (docs/design/intervals.md §3.1, §7):
 
 * ``union_logs``: a batch of logged rows on each row's *union support* (the tokens logged in p or
   in q, ascending ids, zero-padded to the longest row); the tokens logged in neither are only

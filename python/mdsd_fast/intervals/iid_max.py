@@ -1,5 +1,5 @@
 """The largest α*_iid over the completions of truncated logs, bracketed: a witness completion
-below it and a certified bound above it (docs/guide/intervals.md §3.3).
+below it and a certified bound above it (docs/design/intervals.md §3.3).
 
 α*_iid = 1 + min_H [p(H) − q(H)^n] is jointly concave in (p, q) (each cut is linear in p and
 concave in q), and the completions form a polytope X. Two facts make the maximum over X small and
@@ -180,7 +180,7 @@ def iid_max(
     m: int = 0,
 ) -> Bracket:
     """The bracket of max over completions of α* per row of union-layout logs
-    (docs/guide/intervals.md §3.3): a witness completion and its α*, and the smaller of ``high`` (any
+    (docs/design/intervals.md §3.3): a witness completion and its α*, and the smaller of ``high`` (any
     valid bound) and the certified bound of the tangents. A row stops once the two are within
     ``TIGHT_GAP``, or after ``steps``. For a scheme that drafts the top ``m`` tokens of q first and
     the rest i.i.d. ("greedy", "top<m>+iid"), T is their mask on the union layout."""

@@ -9,7 +9,7 @@ a time, so no row's result depends on the others, on the padding or on the chunk
   pair with p's unseen mass on one never-drafted phantom, as for i.i.d. drafts.
 * ``wor_high``: the smallest cut bound over §3.2's structured sets H (holding T for "top<m>+wor"),
   instead of the certificates of a candidate search, with the q mass forced into H at the cap in at
-  most ``WOR_HIGH_PIECES`` pieces (docs/guide/intervals.md §3.5; 1 is §3's single lump).
+  most ``WOR_HIGH_PIECES`` pieces (docs/design/intervals.md §3.5; 1 is §3's single lump).
 * ``wor_set_high``: the same cap-aware cut bound of one given set H per row, for the candidate
   search of the rows beyond ``WOR_MAX_ROW_CELLS`` (``intervals._cut``), by the same kernel.
 * ``wor_box_high``: on those rows, a descent inside §3.2's family from the candidate search's best
@@ -39,7 +39,7 @@ WOR_MAX_ROW_CELLS = 1 << 18
 #: fill at the cap up to V = 2^20 (the Python reference :mod:`~mdsd_fast.intervals.wor_capped` caps at 64: it pays per piece).
 WOR_HIGH_PIECES = 1 << 20
 #: Work per row of ``wor_box_high`` (race steps plus sets tried): on held-out top-1,000 rows (seed 7,
-#: bench/bench_wor_cut.py --budget) 2^12 to 2^18 give the same high, so the smallest (§6).
+#: bench/intervals/wor_high_beyond_limit.py --budget) 2^12 to 2^18 give the same high, so the smallest (§6).
 WOR_BOX_BUDGET = 1 << 12
 
 
@@ -82,7 +82,7 @@ def wor_high(p: Any, q: Any, T: _B, n: int, m: int, threads: int | None = None) 
     """min over every H holding T of ``1 + p_max(H) - Q_min(H)`` for n - m draws without
     replacement after the top m tokens T of q, on the union layout (``p.hidden``: the tokens logged
     in neither). T's columns are zeroed and enter as p(T) and its p-unseen count; Q is the random
-    part's, on q off T (docs/guide/intervals.md §3.2), with the forced q mass at the cap (§3.5)."""
+    part's, on q off T (docs/design/intervals.md §3.2), with the forced q mass at the cap (§3.5)."""
     return np.asarray(
         _core.intervals.wor_cut_min(
             *_family_args(p, q, T, n, m), pieces=WOR_HIGH_PIECES, threads=check_threads(threads)
@@ -130,7 +130,7 @@ def wor_box_high(
     hold_a: bool = False,
 ) -> tuple[_F, NDArray[np.int64], _B]:
     """(high, work, whole) per row: the smallest cut bound of ``wor_high``'s family over the sets a
-    descent from ``start`` (``family_start``) visits within ``budget`` (docs/guide/intervals.md §3.2), each
+    descent from ``start`` (``family_start``) visits within ``budget`` (docs/design/intervals.md §3.2), each
     a valid bound; ``whole``: a box covered the family, so high is ``wor_high``'s. ``budget``:
     ``WOR_BOX_BUDGET`` if None. ``hold_a`` keeps the A prefix at the start's (the tests' negative
     control)."""
@@ -146,7 +146,7 @@ def wor_box_high(
 
 
 def wor_set_high(p_max: _F, w: _F, forced: _F, cap: _F, out: _F, k: int, threads: int | None = None) -> _F:
-    """``min(1, 1 + p_max - Q_cap(H))`` of one set H per row (docs/guide/intervals.md §3.5): Q of k draws
+    """``min(1, 1 + p_max - Q_cap(H))`` of one set H per row (docs/design/intervals.md §3.5): Q of k draws
     without replacement from H's logged q weights ``w`` (B, L; 0 = no token) and the ``forced`` mass
     as pieces at the ``cap`` t_q, against the ``out`` total off H.
 

@@ -1,4 +1,4 @@
-"""The cap-aware cut bound for drafts without replacement (docs/guide/intervals.md §3.5): the mass forced
+"""The cap-aware cut bound for drafts without replacement (docs/design/intervals.md §3.5): the mass forced
 into H as pieces at the cap t_q instead of one lump, which is the exact smallest Q_wor(H) over
 completions, so ``1 + p_max(H) - Q_cap(H)`` is a valid high for every H and never above the lump's.
 

@@ -1,5 +1,5 @@
 """A witness search for the largest α*_wor over the completions of truncated logs
-(docs/guide/intervals.md §3.4): a real completion per row whose α*_wor is a lower bound on that maximum,
+(docs/design/intervals.md §3.4): a real completion per row whose α*_wor is a lower bound on that maximum,
 so that the maximum lies in [witness, high] and high − witness is a proven slack.
 
 α*_wor is not concave on the completions (§3.3), so there is no bracket that closes; this is a

@@ -1,4 +1,4 @@
-// The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (docs/theory.md §3.2), solved by the
+// The fast dual: alpha* = 1 + min_H [p(H) - Q(all drafts in H)] (docs/theory/dual.md §3.2), solved by the
 // sorted-prefix scan for q-convex schemes (iid, wor; §4.2; iid with order-independent sums and
 // by bucket selection instead of a full sort, §4.2.1-§4.2.3, iid_exact.hpp), by the closed form for greedy (§5), as
 // p(T) for topk drafts and through the split pair for mixed drafts (§5.2, scheme.hpp).
@@ -42,7 +42,7 @@ struct DualResult {
 // optimal iid verifier).
 enum class IidRoute { Select, Sorted };
 
-// alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (docs/theory.md §5)
+// alpha*_greedy = p(T) + sum_{x not in T} min(p(x), q(x)/q(V\T))   (docs/theory/greedy.md §5)
 inline double dual_greedy(const double* p, const double* q, int64_t V, int n, std::vector<int64_t>* cert) {
     std::vector<int32_t> T;
     greedy_top(q, V, n, T);

@@ -1,4 +1,4 @@
-// alpha*_iid with order-independent sums (docs/theory.md §4.2.2, §4.2.3): F(k) = [P_k] - [S_k]^n,
+// alpha*_iid with order-independent sums (docs/theory/sorted_prefix.md §4.2.2, §4.2.3): F(k) = [P_k] - [S_k]^n,
 // [x] the exact prefix mass rounded once (exact_sum.hpp). F(k) then depends on the prefix's token
 // SET, not on the order it was summed in, so the selection need not sort the prefix: only the
 // window of buckets that can hold the minimiser (sel_window) is sorted and scanned; every token
@@ -48,7 +48,7 @@ struct IidExactScan : IidBest {
 // The same values from double-double sums: add() returns false when a rounding is undecided (the
 // scan is then void and the caller redoes it with IidExactScan). A prefix whose approximate F
 // clears the best value found by more than its error bound cannot be a new minimum and is not
-// rounded exactly (docs/theory.md §4.2.3): most of the sorted route's prefixes.
+// rounded exactly (docs/theory/sorted_prefix.md §4.2.3): most of the sorted route's prefixes.
 struct IidFastScan : IidBest {
     DdSum P, S;
     bool add(double pi, double qi, int n) {

@@ -1,4 +1,4 @@
-// The bucket selection behind alpha*_iid (docs/theory.md §4.2.1-§4.2.3).
+// The bucket selection behind alpha*_iid (docs/theory/sorted_prefix.md §4.2.1-§4.2.3).
 //
 // alpha* = 1 + min_k F(k), F(k) = [P_k] - [S_k]^n over the prefixes of the ratio order, [.] the
 // exact prefix mass rounded once (exact_sum.hpp), so F depends on the prefix's token set only.
@@ -125,7 +125,7 @@ inline void sort_bucket(IidSelectWorkspace::Item* a, int64_t s, bool end_bucket,
 // The first pass and the bounds: fills ws (buckets and their plain masses), res.support and
 // res.fallback, and [bfirst, bcut], the buckets that can hold the first minimiser (bcut < 0: none,
 // alpha* = 1 and H empty). Every prefix ending outside is proven to have F above the minimum.
-// One pass per token: the division, the bucket, two plain adds (docs/theory.md §4.2.1, §4.2.3).
+// One pass per token: the division, the bucket, two plain adds (docs/theory/sorted_prefix.md §4.2.1, §4.2.3).
 inline void sel_window(const double* p, const double* q, int64_t V, int n, IidSelectWorkspace& ws, IidSelectResult& res,
                        int64_t& bfirst, int64_t& bcut) {
     using Mass = IidSelectWorkspace::Mass;

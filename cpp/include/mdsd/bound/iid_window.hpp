@@ -1,4 +1,4 @@
-// The second pass of the bucket selection behind alpha*_iid (iid_select.hpp, docs/theory.md
+// The second pass of the bucket selection behind alpha*_iid (iid_select.hpp, docs/theory/index.md
 // §4.2.1-§4.2.3): the window [bfirst, bcut] that the first pass's bounds leave is gathered and
 // sorted, in one read of the buckets, p and q that also sums the mass below the window
 // (double-double lanes, branch-free); iid_exact.hpp scans it.
@@ -28,7 +28,7 @@ inline int sel_lanes_set(unsigned x) {
 
 // The second pass, one read of bkt, p and q: the window's tokens (bucket in [bfirst, bcut]) to
 // ws.win in token order (returns how many) and the count m0 of tokens below it; with `lanes`,
-// also the p and q mass below the window into ws.P0, ws.S0 (docs/theory.md §4.2.3): masked terms
+// also the p and q mass below the window into ws.P0, ws.S0 (docs/theory/sorted_prefix.md §4.2.3): masked terms
 // (zero above the window), so the adds have no branch and run on two lanes with SSE2, each lane a
 // PairSum with its a priori bound. With `base`, the tokens below the window to base[0, m0).
 inline int64_t sel_base(const double* p, const double* q, int64_t V, IidSelectWorkspace& ws, int64_t bfirst,

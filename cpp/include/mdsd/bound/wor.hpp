@@ -1,5 +1,5 @@
 // Q_wor(H_k) = Pr[all n without-replacement drafts lie in H_k] on every prefix of the ratio
-// order (docs/theory.md §4.4), in three interchangeable evaluators:
+// order (docs/theory/sorted_prefix.md §4.4), in three interchangeable evaluators:
 //   * exact n = 2:  Q = S - lambda * s1,              O(1) per token
 //   * exact n = 3:  Q = S - lambda * (s1 + pair sum),  O(k) per token (O(K^2) in all)
 //   * the exponential-race integral, any n:            O(n G) per token, G ~ 100-300 nodes

@@ -1,4 +1,4 @@
-// The law of the draft set under without-replacement drafting (docs/theory.md §1, §7.1), written
+// The law of the draft set under without-replacement drafting (docs/theory/notation.md §1, §7.1), written
 // once: Pr[S = A] for every n-subset A of the support, used by the flow LP's draft sets
 // (sets_wor) and by the exact tight-set sweep (verifiers/optimal_wor/exact_sweep.hpp).
 //

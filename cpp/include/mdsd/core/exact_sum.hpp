@@ -3,7 +3,7 @@
 // Why: alpha*_iid = 1 + min_k [P_k - S_k^n] over prefixes of the ratio order. With P_k and S_k
 // summed in the sorted order, a route that finds the minimiser without sorting the prefix cannot
 // reproduce those bits; with P_k and S_k the correctly rounded exact sums, any route that finds
-// the same token set gets the same float (docs/theory.md §4.2.2).
+// the same token set gets the same float (docs/theory/sorted_prefix.md §4.2.2).
 //
 // The accumulator is a fixed-point integer over the whole double range (bit 0 = 2^-1074), kept as
 // 32-bit chunks in int64 words with lazy carries (the "small superaccumulator" of R. M. Neal,
@@ -12,7 +12,7 @@
 //
 // DdSum is the fast path to the same bits: a double-double sum with a rigorous error bound. Its
 // rounding is the exact sum's whenever the bound keeps the true sum off a rounding midpoint;
-// when it does not, rounded() says so and the caller uses ExactSum (docs/theory.md §4.2.3).
+// when it does not, rounded() says so and the caller uses ExactSum (docs/theory/sorted_prefix.md §4.2.3).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // Ratio order of the draft support: the sort behind every sorted-prefix (dual) kernel.
 //
-// Tokens with q = 0 are dropped (they have ratio +inf and never help a prefix, docs/theory.md §4.2);
+// Tokens with q = 0 are dropped (they have ratio +inf and never help a prefix, docs/theory/sorted_prefix.md §4.2);
 // tokens with p = 0 get ratio 0 and come first. The sort is a stable LSD radix sort on the
 // IEEE bit pattern of the ratio (non-negative doubles order like their uint64 bits), so ties
 // keep token-id order and the order -- hence the certificate -- is deterministic.

@@ -1,4 +1,4 @@
-// Draft schemes as data (docs/theory.md §1, §5.2): the law of the random drafts and how many of the
+// Draft schemes as data (docs/theory/notation.md §1, §5.2): the law of the random drafts and how many of the
 // n drafts are the deterministic top tokens of q. Engines draft "topk" (all n deterministic) and
 // mixed schemes "top<m>+iid" / "top<m>+wor" (m deterministic, n - m drawn from q over the rest);
 // "greedy" is the mixed scheme with m = n - 1, kept under its own name and closed form.

@@ -2,7 +2,7 @@
 // argmax (torch.argmax, triton's tl.argmax: lowest index on ties) and the inverse-CDF draw of
 // flashinfer's DeviceSamplingFromProb (SGLang's final sampling). Sums run left to right in float64;
 // an engine sums in float32 blocks, so the two can differ when a uniform lands within rounding of
-// a CDF step (docs/engines.md).
+// a CDF step (docs/guide/engines.md).
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // The token-tree contract of SGLang's tree_speculative_sampling_target_only (sgl-kernel,
 // speculative_sampling.cuh, from flashinfer) and MLC-LLM, one request at a time, every random
-// number an input (docs/engines.md).
+// number an input (docs/guide/engines.md).
 //
 // A request is a tree of N nodes; node 0 is the root (the last verified token). Node i's children
 // are retrive_next_token[i], then retrive_next_sibling of that child, and so on (-1 ends a list);

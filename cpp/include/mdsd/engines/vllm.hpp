@@ -1,7 +1,7 @@
 // vLLM V1's rejection sampler (vllm/v1/sample/rejection_sampler.py: rejection_sample with its
 // greedy, random and recovered-token kernels) in vLLM's own tensor layout, one request at a time,
 // with every random number an input: the output is a deterministic function of the arguments, so
-// an engine port can be diffed token for token (docs/engines.md).
+// an engine port can be diffed token for token (docs/guide/engines.md).
 //
 // Per request b with drafts t = start..end-1 (start = cu[b-1], end = cu[b]):
 //   greedy request: output argmax target_probs[t] at each position until it differs from the

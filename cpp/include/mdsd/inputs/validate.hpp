@@ -3,7 +3,7 @@
 // rounded exact sum does not depend on the order or grouping of its terms, so dense rows (summed
 // in vector lanes), sparse rows (their positive entries only) and the fused engine kernel
 // (verifiers/planless/batch.hpp) all normalise alike, bit for bit, and the dense pass is not held
-// to one add chain (docs/theory.md §7.4).
+// to one add chain (docs/theory/lp.md §7.4).
 #pragma once
 
 #include <cmath>

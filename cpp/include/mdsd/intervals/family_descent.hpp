@@ -1,5 +1,5 @@
 // The high end of acceptance_bounds for "wor" on rows whose §3.2 family is too large to take whole
-// (docs/intervals.md §3.2, "Beyond the limit"): a descent inside the family from a start set (the
+// (docs/design/intervals.md §3.2, "Beyond the limit"): a descent inside the family from a start set (the
 // candidate search's best, projected onto the family's coordinates h_B, h_C and the A prefix), by
 // boxes of mdsd/intervals/unseen_mass.hpp's cut_family_box. Every set of the family is a valid bound, so the
 // result is the smallest over the sets tried: never below the family's minimum, and equal to it

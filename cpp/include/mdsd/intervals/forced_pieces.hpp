@@ -1,4 +1,4 @@
-// The q mass forced into H at the cap (docs/intervals.md §3.5), as the race of race::WorRace sees
+// The q mass forced into H at the cap (docs/design/intervals.md §3.5), as the race of race::WorRace sees
 // it: f = max(0, u_q - t_q r) as floor(f / t_q) clocks of rate t_q and one of the remainder, the
 // exact smallest Q over completions (Schur-concavity); more clocks than `most` become `most` equal
 // clocks of f / most >= t_q, which majorise the pieces, so Q only falls and the bound stays valid.
@@ -21,7 +21,7 @@ namespace mdsd {
 constexpr int kMaxCapPieces = 1 << 20;
 
 // m clocks of rate `size` and, if rem > 0, one of rate rem (the forced mass as the Python side
-// splits it, docs/intervals.md §3.5).
+// splits it, docs/design/intervals.md §3.5).
 struct ForcedPieces {
     int64_t m = 0;
     double size = 0.0, rem = 0.0;

@@ -1,5 +1,5 @@
 // Both ends of acceptance_bounds for without-replacement drafts on truncated logs
-// (docs/intervals.md §2, §3.2), on one row's logged tokens, by the exponential race of
+// (docs/guide/intervals.md §2, §3.2), on one row's logged tokens, by the exponential race of
 // race::WorRace (race/prefix_mass.hpp), called, not changed:
 //   * wor_bucket_alpha (the low end): q's unseen mass u as a Poisson stream of rate u that is in
 //     every H. In the race, J phantoms of weight u / J add (e^{-ut/J} + (1 - e^{-ut/J}) z)^J to the
@@ -55,7 +55,7 @@ inline double race_integral(const race::WorRace& r, const double* fbar, double l
     return 1.0 - r.ltail(x) - r.h * x * acc;
 }
 
-// One row's logs on its union layout (docs/intervals.md §5): p and q on L columns (logged values,
+// One row's logs on its union layout (docs/guide/intervals.md §5): p and q on L columns (logged values,
 // 0 elsewhere; a column with both 0 is padding), D = `hidden` tokens logged in neither, the
 // unseen masses and caps (up, tp) and (uq, tq). For "top<m>+wor" the columns of T (q's top m,
 // in every H) are zeroed and T enters through p_T = p(T) and n_tc = |T ∩ U_p| (its p-unseen
@@ -110,7 +110,7 @@ struct WorBoundsWorkspace {
 // 1 + min over H of [p(H) - Q(H + bucket)] (clipped to [0, 1]) for k draws without replacement
 // from the weights q (L logged tokens, not normalised: q's total is sum q + u) plus a bucket of
 // mass u > 0; p is never drafted outside the logged tokens. The minimum over H is over the prefixes
-// of the ratio order (docs/theory.md §4.2; the bucket, p = 0, is in every prefix), and the
+// of the ratio order (docs/theory/sorted_prefix.md §4.2; the bucket, p = 0, is in every prefix), and the
 // i.i.d. bound Q <= (q share of H)^k skips prefixes that cannot beat the best.
 inline double wor_bucket_alpha(const double* p, const double* q, int64_t L, double u, int k, WorBoundsWorkspace& ws) {
     const int64_t K = ratio_order(p, q, L, ws.ow, ws.order);
@@ -316,7 +316,7 @@ inline void cut_family_box(const CutBox& box, WorBoundsWorkspace& ws) {
 }
 
 // min over every token set H of 1 + p_max(H) - Q_min(H) for k draws without replacement
-// (docs/intervals.md §3.2): A = logged in both, B = in p only, C = in q only. H takes the h_B
+// (docs/design/intervals.md §3.2): A = logged in both, B = in p only, C = in q only. H takes the h_B
 // cheapest (p) tokens of B, the h_C heaviest (q) of C, none or all of D and a prefix of A in ratio
 // order. Q_min(H) = Q of the weights (q on H, the unseen q mass H must hold in at most `pieces`
 // pieces at the cap t_q: forced_pieces) against the outside total (q off H, plus the unseen q mass

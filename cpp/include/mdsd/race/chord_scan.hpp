@@ -1,4 +1,4 @@
-// The prefix scan of alpha*_wor on the race integral, with chord bounds (docs/theory.md §4.4.1).
+// The prefix scan of alpha*_wor on the race integral, with chord bounds (docs/theory/sorted_prefix.md §4.4.1).
 //
 // Q_wor is q-convex (§4.1): along the ratio order, Q(H_k) as a function of S_k = q(H_k) has
 // non-decreasing slopes, so between two prefixes a < b where Q is known it lies below the chord

@@ -1,4 +1,4 @@
-// The grid of the exponential race (docs/theory.md §14.3), and the token factors on it.
+// The grid of the exponential race (docs/theory/race_oracle.md §14.3), and the token factors on it.
 //
 // Without-replacement drafts are the n earliest of independent clocks E_j ~ Exp(q_j); every
 // expectation the race needs is an integral over time t of products of token factors
@@ -132,7 +132,7 @@ inline void factor_chain(const double* t, int64_t gn, int64_t direct, int M, dou
 // one_minus_exp_neg: all terms positive, no cancellation.
 inline double exp_minus_one(double y) { return exp_series<+1>(y); }
 
-// beta_g = e^{x t_g} - 1 = b_g / e_g on the same nodes as factor_chain (docs/theory.md §14.4): the
+// beta_g = e^{x t_g} - 1 = b_g / e_g on the same nodes as factor_chain (docs/theory/race_oracle.md §14.4): the
 // factor e + x b of a small token over e, 1 + x beta. The direct nodes by the series (y <= 1/8) or
 // libm, the others by doubling, e^{2y} - 1 = beta (beta + 2): a sum of positive terms (no switch at
 // b = 1/2 as factor_chain's). Relative error ~1e-15 while beta <= 1 (pass_div's small tokens);

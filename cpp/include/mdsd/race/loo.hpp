@@ -1,4 +1,4 @@
-// Leave-one-out weights of a whole token set at weight 1, for ordering (docs/theory.md §14.6).
+// Leave-one-out weights of a whole token set at weight 1, for ordering (docs/theory/race_oracle.md §14.6).
 #pragma once
 
 #include <cmath>

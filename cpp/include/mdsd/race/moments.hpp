@@ -1,4 +1,4 @@
-// The product of many small tokens' factors from power sums of q (docs/theory.md §14.5).
+// The product of many small tokens' factors from power sums of q (docs/theory/race_oracle.md §14.5).
 #pragma once
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Products of token factors on the race grid (docs/theory.md §14.2): the pair (Pi, D).
+// Products of token factors on the race grid (docs/theory/race_oracle.md §14.2): the pair (Pi, D).
 //
 // For token weights h (h = 1 - u: the share of a token's level mass not yet laid),
 //     E[prod_{j in S} h_j] = int_0^inf sum_z h_z q_z e_z(t) [x^{n-1}] prod_{j != z} (e_j + x h_j b_j) dt.
@@ -61,7 +61,7 @@ inline void mul_factor(int n, int64_t G, const double* sP, const double* sD, dou
 }
 
 // mul_factor by a small token's factor over its e, 1 + x h beta with seed h q (beta = b / e,
-// docs/theory.md §14.4 "Without e"): the same operations as mul_factor with e = 1, in the same
+// docs/theory/race_oracle.md §14.4 "Without e"): the same operations as mul_factor with e = 1, in the same
 // order (the same bits). For n = 2, 3, 4, 8 one sweep over the nodes with the coefficients in
 // registers (mul_unit_n), two nodes a step with SSE2 (mul_unit_node, T = D2); in place when d == s
 // (a node's coefficients are all read before any is written).

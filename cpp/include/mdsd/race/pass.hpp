@@ -1,4 +1,4 @@
-// Passes over a token order on the race grid (docs/theory.md §14.4): each token in turn gets its
+// Passes over a token order on the race grid (docs/theory/race_oracle.md §14.4): each token in turn gets its
 // w given the tokens before it at their final weights and those after it at weight h0 (or 1),
 // and the caller decides how much of it to lay.
 #pragma once
@@ -45,7 +45,7 @@ struct Checks {
         std::copy(x.D.begin(), x.D.end(), v.begin() + c * 2 * S + S);
     }
 };
-// The checkpointed pass without e (docs/theory.md §14.4, "Without e"). A small token's factor
+// The checkpointed pass without e (docs/theory/race_oracle.md §14.4, "Without e"). A small token's factor
 // e + x h b, seed h q e, is e (1 + x h beta), seed e h q (beta = b / e <= 1 below small_cut), so
 // inside a block its e is left out of every product (mul_unit) and the e's of the block's small
 // tokens become one per-node scale e^{-q(small of block) t}: every w of the block misses exactly
@@ -250,7 +250,7 @@ inline bool pass_div(const Grid& gr, const double* q, const std::vector<int32_t>
             EB = mul(preB, sufB.at(jb, n, G));
             continue;
         }
-        // The token's factor is e (1 + x beta) with seed q e, beta = b / e = e^{q t} - 1 (docs/theory.md
+        // The token's factor is e (1 + x beta) with seed q e, beta = b / e = e^{q t} - 1 (docs/theory/index.md
         // §14.4): E divided by 1 + x beta with seed q is e Q_i, Q_i = E / (e + x b). Then e enters
         // nowhere: q e Q_i = q (e Q_i) and b Q_i = beta (e Q_i), so w and the update read beta alone
         // (no division by e per node). Qi holds e Q_i: Qi[c] = E[c] - beta Qi[c-1],

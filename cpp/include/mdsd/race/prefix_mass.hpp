@@ -1,5 +1,5 @@
 // Q_wor(H) = Pr[all n without-replacement drafts lie in H] by the exponential-race integral, on
-// every prefix H of the ratio order as tokens join it (docs/theory.md §4.4, §14.7): the evaluator of
+// every prefix H of the ratio order as tokens join it (docs/theory/sorted_prefix.md §4.4, §14.7): the evaluator of
 // alpha*_wor for n >= 4 (and for n = 3 on large supports). Its nodes follow race/grid.hpp's
 // doubling rule and share its token factors (factor_chain).
 #pragma once
@@ -14,7 +14,7 @@
 
 namespace mdsd::race {
 
-// Exponential-race integral (docs/theory.md §4.4): Q_wor(H) = int_0^inf lam e^{-lam t} F_H(t) dt with
+// Exponential-race integral (docs/theory/sorted_prefix.md §4.4): Q_wor(H) = int_0^inf lam e^{-lam t} F_H(t) dt with
 // F_H(t) = Pr[at least n of the clocks in H rang by t]. We track, on a log-t grid, the Poisson-
 // binomial counts P[c](t) for c < n only, and integrate the complement
 //     Q = 1 - Ltail(lam) - h sum_g lam t_g e^{-lam t_g} Fbar(t_g),   Fbar = sum_{c<n} P[c],

@@ -1,4 +1,4 @@
-// Many tiny tokens joining a Poisson-binomial count at once, from power sums (docs/theory.md §4.4):
+// Many tiny tokens joining a Poisson-binomial count at once, from power sums (docs/theory/sorted_prefix.md §4.4):
 // the deferred tokens of race::WorRace (race/prefix_mass.hpp).
 //
 // A token is tiny when y = q t <= kTiny on every node still in use. For a batch B of tiny tokens,

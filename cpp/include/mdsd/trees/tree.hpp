@@ -1,4 +1,4 @@
-// A drafted tree for one target call, as the arrays of the tree contract (docs/trees.md): node 0
+// A drafted tree for one target call, as the arrays of the tree contract (docs/guide/trees.md): node 0
 // the root, parent[i] < i (topological ids), node i's ordered draft tuple draw_child[draw_ptr[i] ..
 // draw_ptr[i + 1]) as child ids. The Python layer validates fully; check() repeats what the value
 // recursion relies on, so a bad array is an error here too, never a wrong read.

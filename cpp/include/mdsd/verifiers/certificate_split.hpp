@@ -1,4 +1,4 @@
-// The certificate split shared by both optimal verifiers (docs/theory.md §8.10): the certificate
+// The certificate split shared by both optimal verifiers (docs/theory/verifiers.md §8.10): the certificate
 // H* of alpha* splits every optimal plan into an outer system (a tuple with a draft in
 // A = supp q \ H* outputs one of its A-drafts, load a(y) <= p(y)) and an inner system (a tuple
 // inside H* outputs one of its drafts or rejects, a(y) = p(y) on H*). Any plan with these

@@ -1,4 +1,4 @@
-// Pieces shared by every verifier (docs/theory.md §8): the samplers (samplers.hpp), the ratio
+// Pieces shared by every verifier (docs/theory/verifiers.md §8): the samplers (samplers.hpp), the ratio
 // table behind the recursive-rejection residuals, the two visitors that run a verifier either as a
 // sampler or as an exact output-law calculator, and what every plan holds.
 //
@@ -27,7 +27,7 @@ namespace mdsd::verif {
 
 // Tokens with p > 0 ordered by p/q descending (q = 0 first, ratio +inf), with prefix sums.
 // The residuals of recursive rejection sampling are all of the form D_T(x) = (p(x) - T q(x))_+
-// (docs/theory.md §8.2-8.3, see rrs.hpp); D_T is positive exactly on the prefix {p/q > T}, so its mass
+// (docs/theory/verifiers.md §8.2-8.3, see rrs.hpp); D_T is positive exactly on the prefix {p/q > T}, so its mass
 // and inverse CDF cost a binary search.
 struct RatioTable {
     std::vector<int32_t> order;
@@ -68,7 +68,7 @@ struct RatioTable {
         const int64_t k = above(T);
         return std::max(0.0, dsum(k, T));
     }
-    // beta(rho) = sum_x min(q(x), p(x)/rho)  (K-SEQ, docs/theory.md §8.4)
+    // beta(rho) = sum_x min(q(x), p(x)/rho)  (K-SEQ, docs/theory/verifiers.md §8.4)
     double min_q_p_over(double rho) const {
         const int64_t k = above(rho);
         return Q[k] + (P.back() - P[k]) / rho;

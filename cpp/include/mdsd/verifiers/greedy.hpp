@@ -1,4 +1,4 @@
-// The optimal verifiers for greedy drafts, docs/theory.md §5, §8.5, §8.6.
+// The optimal verifiers for greedy drafts, docs/theory/greedy.md §5, §8.5, §8.6.
 //
 // "greedy" (Hu et al., ICLR 2025): drafts are T = the top n-1 tokens of q (lowest id on ties) plus
 //   X ~ q~ = q renormalised over V \ T.

@@ -1,4 +1,4 @@
-// "kseq": K-SEQ of SpecTr (Sun et al., NeurIPS 2023) with the optimal rho, i.i.d. drafts, docs/theory.md §8.4.
+// "kseq": K-SEQ of SpecTr (Sun et al., NeurIPS 2023) with the optimal rho, i.i.d. drafts, docs/theory/verifiers.md §8.4.
 //   beta(rho) = sum_x min(q(x), p(x)/rho)
 //   rho* = the smallest rho in [1, n] with 1 - (1 - beta(rho))^n <= rho beta(rho)
 //   for i = 1..n: accept X_i w.p. min(1, p(X_i) / (rho* q(X_i)))

@@ -1,4 +1,4 @@
-// "optimal-lp": the OT-optimal verifier read off the flow LP (docs/theory.md §2.3, §8.8).
+// "optimal-lp": the OT-optimal verifier read off the flow LP (docs/theory/transport.md §2.3, §8.8).
 // Given the optimal accepted flow x(A, y) of every draft set A (p = 0 tokens removed) from
 // solve_lp, with a(y) = sum_A x(A, y) and alpha = sum_y a(y):
 //   map the tuple to A = S(omega) ∩ supp p; output y in A w.p. x(A, y) / w_A; otherwise Y ~ r,

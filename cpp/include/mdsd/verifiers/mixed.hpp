@@ -1,5 +1,5 @@
 // Any verifier of the random part, lifted to a mixed scheme "top<m>+iid" / "top<m>+wor"
-// (docs/theory.md §5.2, scheme.hpp). The inner row verifies the n - m random drafts against the
+// (docs/theory/greedy.md §5.2, scheme.hpp). The inner row verifies the n - m random drafts against the
 // split pair (T collapsed into the absorbing token t0, q renormalised over V \ T); an output t0
 // becomes a draw from p restricted to T, which is always a draft. The output law is p exactly
 // whenever the inner verifier is lossless, and the acceptance is p(T) + the inner acceptance, so

@@ -1,4 +1,4 @@
-// Recursive rejection sampling, with and without replacement (docs/theory.md §8.2, §8.3).
+// Recursive rejection sampling, with and without replacement (docs/theory/verifiers.md §8.2, §8.3).
 //
 // "rrs": n i.i.d. drafts from q (SpecInfer, Miao et al. 2024; MCSD, Yang et al. 2024).
 //   p_1 = p; for i = 1..n: accept X_i w.p. min(1, p_i(X_i)/q(X_i)); p_{i+1} = norm((p_i - q)_+).
@@ -150,7 +150,7 @@ struct RrsWor {
         return work;
     }
 
-    // alpha_n = beta + sum_x (q_i(x) - p_i(x))_+ alpha_{n-1}(after x)   (docs/theory.md §8.3)
+    // alpha_n = beta + sum_x (q_i(x) - p_i(x))_+ alpha_{n-1}(after x)   (docs/theory/verifiers.md §8.3)
     static double rec(const Plan& pl, const State& s, int left, std::vector<int32_t>& drafted) {
         if (!(s.M > 0.0)) return 1.0;  // unreachable: the previous draft was accepted surely
         const double Tn = s.T + s.M / s.rest;

@@ -1,4 +1,4 @@
-// The samplers every verifier shares (docs/theory.md §8): fixed distributions (inverse CDF, alias
+// The samplers every verifier shares (docs/theory/verifiers.md §8): fixed distributions (inverse CDF, alias
 // tables), the draw excluding earlier drafts, and the draft sampler of each scheme (Drafter), with
 // the check that a user's tuple could come from it.
 #pragma once
@@ -172,7 +172,7 @@ inline int32_t draw_excluding(const Alias& a, const double* q, int64_t V, const 
     return last;
 }
 
-// The draft sampler of a scheme (docs/theory.md §1), and the check that a user's tuple could come from it.
+// The draft sampler of a scheme (docs/theory/notation.md §1), and the check that a user's tuple could come from it.
 struct Drafter {
     enum Kind { Iid, Wor, Greedy, Hub, Topk, Mixed };
     // A scheme: its kind and, for Mixed, the law of the random part (Iid or Wor) and the number m of

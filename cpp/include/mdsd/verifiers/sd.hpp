@@ -1,4 +1,4 @@
-// "sd": single-draft speculative sampling (Leviathan et al. 2023; Chen et al. 2023), docs/theory.md §8.1.
+// "sd": single-draft speculative sampling (Leviathan et al. 2023; Chen et al. 2023), docs/theory/verifiers.md §8.1.
 //   X ~ q; accept with probability min(1, p(X)/q(X)); else output Y ~ norm((p - q)_+).
 //   alpha = sum_x min(p(x), q(x)), optimal for n = 1.
 #pragma once

@@ -1,4 +1,4 @@
-// The deterministic-set rule for "topk" drafts (docs/theory.md §5.2): the drafts are T = the top n
+// The deterministic-set rule for "topk" drafts (docs/theory/greedy.md §5.2): the drafts are T = the top n
 // tokens of q, so the output is drawn from p itself and accepted when it lands in T. Written as
 // tests in the tuple's order, "output t_k w.p. p(t_k) / (mass of p not yet ruled out)", then the
 // residual p restricted to V \ T: the law is p exactly and the acceptance is p(T) = alpha*_topk.

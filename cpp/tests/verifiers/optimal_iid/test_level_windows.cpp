@@ -1,4 +1,4 @@
-// The level windows of the i.i.d. optimal verifier (optimal_iid/level_windows.hpp, docs/theory.md §12.5): the
+// The level windows of the i.i.d. optimal verifier (optimal_iid/level_windows.hpp, docs/theory/level_race.md §12.5): the
 // levels left after cutting a set of tokens do not depend on the order in which they are cut,
 // although each token's own window does. This is what a plan-free route for one tuple would rest
 // on (the levels left before a drafted token, from the set of tokens cut before it alone), so it is
@@ -59,7 +59,7 @@ int main() {
     long cases_run = 0, inexact_cases = 0, moved = 0;
     // Small supports only: on LLM-like rows the cut's own rounding of tiny windows (relative load
     // error ~1e-16 / q) separates two orders by more than 1e-13. Order-freedom itself is proved
-    // (docs/theory.md §12.6) and checked against the envelope on such rows in test_remaining_levels.
+    // (docs/theory/level_race.md §12.6) and checked against the envelope on such rows in test_remaining_levels.
     for (int rep = 0; rep < 3000; ++rep) {
         const int64_t V = 4 + rep % 9;
         const int n = 2 + rep % 5;

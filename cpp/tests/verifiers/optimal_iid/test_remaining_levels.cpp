@@ -1,4 +1,4 @@
-// The one-pass remaining levels of the level race (optimal_iid/remaining_levels.hpp, docs/theory.md §12.6):
+// The one-pass remaining levels of the level race (optimal_iid/remaining_levels.hpp, docs/theory/level_race.md §12.6):
 // the levels left after cutting a set G of a system's tokens with take_window, in any order, equal
 // the upper envelope of shifted copies built from G's prefix sums by ascending p/q.
 //
@@ -17,7 +17,7 @@
 //   copy on a shallower read (levels off) on a fair share of the LLM-like rows.
 // - LLM-like rows (V = 2,000): both systems cut whole in the ratio order and shuffled, against the
 //   envelope in long double. The double envelope stays within 1e-13 of it; the cut, whose tiny
-//   windows are placed from rounded level endpoints, within 1e-8 (docs/theory.md §12.6).
+//   windows are placed from rounded level endpoints, within 1e-8 (docs/theory/level_race.md §12.6).
 #include <algorithm>
 #include <chrono>
 #include <cmath>

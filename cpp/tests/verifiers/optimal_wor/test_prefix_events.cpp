@@ -1,4 +1,4 @@
-// The prefix-event sweep's scan without e (docs/theory.md §14.4, "Without e") against the form with
+// The prefix-event sweep's scan without e (docs/theory/race_oracle.md §14.4, "Without e") against the form with
 // every token's e (scan_e below, the reference; PrefixEventSweep::scan_form runs it in a sweep):
 //   * PrefixEventSweep::scan: the same v to rounding on LLM-like heads of 40-400 tokens (one to four
 //     blocks of kPassBlock, big and small tokens mixed, zeros and tied ratios in half the rows),

@@ -1,4 +1,4 @@
-// The flow LP over draft sets (docs/theory.md §7.2) in CSC form, and the cut certificate read off its dual.
+// The flow LP over draft sets (docs/theory/lp.md §7.2) in CSC form, and the cut certificate read off its dual.
 //   maximize sum x(A,y)  s.t.  sum_{y in A} x(A,y) <= w_A,  sum_{A ni y} x(A,y) <= p(y),  x >= 0
 // Rows: the sets (0 .. S-1), then the tokens that occur in some set (S .. S+T-1).
 // Columns: one per edge (A, y), each with exactly two unit entries.
@@ -54,7 +54,7 @@ inline FlowLP assemble_flow(const DraftSets& sets, const double* p, int64_t V) {
 }
 
 // Cut value of H (given as a membership mask over token ids, p = 0 tokens counted as members):
-// p(H) + sum_{A not subset of H} w_A, an upper bound on alpha* for every H (docs/theory.md §7.3).
+// p(H) + sum_{A not subset of H} w_A, an upper bound on alpha* for every H (docs/theory/lp.md §7.3).
 inline double cut_value(const DraftSets& sets, const double* p, int64_t V, const std::vector<char>& inH) {
     double val = 0.0;
     for (int64_t i = 0; i < V; ++i)
@@ -68,7 +68,7 @@ inline double cut_value(const DraftSets& sets, const double* p, int64_t V, const
 }
 
 // Rounds a dual v (one value per token row) to the best threshold cut H_theta = {y : v_y >= theta}
-// (docs/theory.md §7.3): the expected cut over theta ~ U(0,1] is at most the dual objective, so the best
+// (docs/theory/lp.md §7.3): the expected cut over theta ~ U(0,1] is at most the dual objective, so the best
 // threshold is no worse. Tokens with p = 0 join H for free. Returns the cut value; fills `H`.
 inline double best_threshold_cut(const DraftSets& sets, const FlowLP& lp, const double* p, int64_t V, const double* v,
                                  std::vector<int64_t>& H) {

@@ -1,8 +1,8 @@
-// Native exact max-flow on the draft-set network (docs/theory.md §2.2), in float64:
+// Native exact max-flow on the draft-set network (docs/theory/transport.md §2.2), in float64:
 //   source -> set A (capacity w_A) -> token y in A (capacity inf) -> sink (capacity p_y),
 // by push_relabel.hpp's BipartiteFlow.
 //
-// With a certificate H (the sorted-prefix H* of the dual, docs/theory.md §8.10) complementary slackness
+// With a certificate H (the sorted-prefix H* of the dual, docs/theory/verifiers.md §8.10) complementary slackness
 // splits the problem in two networks that both must be *saturated*, so no excess ever has to be
 // proven unroutable (that proof is where push-relabel spends its time on this network):
 //   outer: sets meeting A = V \ H send all their mass to their A tokens (left = sets);

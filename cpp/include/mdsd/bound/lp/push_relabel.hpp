@@ -1,5 +1,5 @@
 // FIFO push-relabel with global relabelling (BipartiteFlow) for networks of the draft-set shape
-// (docs/theory.md §2.2): left nodes with a supply, uncapacitated left -> right edges, right nodes
+// (docs/theory/transport.md §2.2): left nodes with a supply, uncapacitated left -> right edges, right nodes
 // with a capacity (maxflow.hpp runs it on source -> set -> token -> sink):
 //   * a left node's edges are uncapacitated, so it discharges all its excess in one push;
 //   * a greedy start (forced destinations first, then most room first) leaves little to repair;

@@ -1,5 +1,5 @@
 // Draft sets: the LP depends on a draft tuple only through its set of distinct tokens, so ordered
-// tuples are aggregated into sets with weight w_A = Pr[S(omega) = A] (docs/theory.md §7.1). Tokens with
+// tuples are aggregated into sets with weight w_A = Pr[S(omega) = A] (docs/theory/lp.md §7.1). Tokens with
 // q = 0 never appear; tokens with p = 0 are removed from every set (an edge into a zero-capacity
 // token carries nothing) and sets that become equal are merged; sets that become empty are pure
 // rejection mass. Weights are built from sums of positive terms only (no inclusion-exclusion).

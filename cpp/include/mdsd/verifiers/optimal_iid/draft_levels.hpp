@@ -1,5 +1,5 @@
 // The levels left before each drafted token of one system, in one bucketed envelope pass
-// (docs/theory.md §12.6, "One pass for all drafts"). The levels before the draft at cutting
+// (docs/theory/level_race.md §12.6, "One pass for all drafts"). The levels before the draft at cutting
 // position j are the envelope of the system's first j tokens; the envelope pass's stack after copy
 // j is exactly that envelope (later copies only pop from its top), so one pass over the longest
 // drafted prefix, read at each draft's position, replaces one pass per draft.

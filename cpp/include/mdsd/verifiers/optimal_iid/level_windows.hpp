@@ -1,4 +1,4 @@
-// Level windows of the level race (docs/theory.md §12): the remaining levels of one system as
+// Level windows of the level race (docs/theory/level_race.md §12): the remaining levels of one system as
 // disjoint segments, and the window of a token cut out of them.
 //
 // Numerics: loads are b^n - a^n by a cancellation-free Horner sum; the window position is a

@@ -1,4 +1,4 @@
-// "optimal" for i.i.d. drafts at full vocabulary: the level race (docs/theory.md §12).
+// "optimal" for i.i.d. drafts at full vocabulary: the level race (docs/theory/level_race.md §12).
 //
 // The certificate H* splits the plan (certificate_split.hpp). Every draft gets an independent
 // uniform "level" in [0, 1] and the draft with the highest level wins: each token owns level pieces
@@ -11,7 +11,7 @@
 //     bottom window if its load exceeds p(y)), and a won draft is accepted w.p. p(y)/load(y).
 // Hall's condition (the minimality of H*) is an invariant of both cuts, so every outer load is at
 // most p(y) and every inner token ends at exactly p(y): acceptance alpha*_iid (the proof, and why
-// the windows must be contiguous: docs/theory.md §12). In floating point the loads are computed
+// the windows must be contiguous: docs/theory/level_race.md §12). In floating point the loads are computed
 // from the pieces as stored, so the residual absorbs every rounding (lossless in every case) and
 // the reported acceptance is sum_y a(y), never alpha* itself.
 // Cost: prepare O(V log V) (the ratio sort, one pass over the tokens); verify O(n log pieces).

@@ -1,4 +1,4 @@
-// One drafted tuple of the i.i.d. optimal verifier without its plan (docs/theory.md §12.5-§12.6).
+// One drafted tuple of the i.i.d. optimal verifier without its plan (docs/theory/level_race.md §12.5-§12.6).
 //
 // The plan (optimal_iid/plan.hpp) cuts every token's window, O(V) windows per row, to verify one tuple.
 // The levels left before a token depend only on the set of tokens cut before it (order-freedom,

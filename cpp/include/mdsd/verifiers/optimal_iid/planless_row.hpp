@@ -1,6 +1,6 @@
 // One row of the plan-free i.i.d. optimal verifier (optimal_iid/planless.hpp): the split into the inner
 // system (H*) and the outer one, each system's tokens in cutting order, and the residual
-// r = p - a (docs/theory.md §12.5-§12.6):
+// r = p - a (docs/theory/level_race.md §12.5-§12.6):
 //   inner windows and the outer exact prefix end at a = p (r = 0; the plan keeps ~1-ulp leftovers
 //   there), q = 0 tokens keep r = p, and the outer capped suffix (§12.6: after the first window
 //   that cannot reach p(y), every window is the top one) tiles the levels left by the exact prefix

@@ -1,4 +1,4 @@
-// The levels left by the level race's windows, in one pass (docs/theory.md §12.6). After a set G of
+// The levels left by the level race's windows, in one pass (docs/theory/level_race.md §12.6). After a set G of
 // a system's tokens is cut with take_window, in any order, the remaining levels R_G follow from G
 // alone. Measure R from the end opposite to where the system starts cutting (outer: from the
 // bottom; inner: from the top) and let F_R(x) be the load of the first x of R in R's own measure:
@@ -118,7 +118,7 @@ struct Cross {
 // double for references). on_top (optional) receives the copies j (0..K) that own a segment. exact
 // (optional, for G in the cutting order): the number k of leading tokens whose windows land
 // exactly; copy j is on the envelope at the end of its own prefix's domain iff window j is exact,
-// and from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
+// and from the first that is not, none is (the capped suffix, docs/theory/level_race.md §12.6).
 // The envelope pass over copies 0..K (the prefix sums c, d of the tokens entered so far): a stack
 // of the copies on the envelope, each with the x from which it leads. After copy j is pushed, the
 // stack is the envelope of the first j tokens (later copies only pop from its top), so one pass
@@ -204,7 +204,7 @@ struct EnvelopePass {
 // double for references). on_top (optional) receives the copies j (0..K) that own a segment. exact
 // (optional, for G in the cutting order): the number k of leading tokens whose windows land
 // exactly; copy j is on the envelope at the end of its own prefix's domain iff window j is exact,
-// and from the first that is not, none is (the capped suffix, docs/theory.md §12.6).
+// and from the first that is not, none is (the capped suffix, docs/theory/level_race.md §12.6).
 // stop_at_exact (with exact): the levels left before the first token whose window is not exact,
 // i.e. remaining(..., *exact) in the same pass, which stops there.
 template <class T = double>
@@ -279,7 +279,7 @@ inline void bound_copy(const System& s, double Q, double P, double rlo, double r
 }
 
 // The same remaining levels as remaining(), for a set of tokens given in any order, without
-// sorting it (docs/theory.md §12.6, "Buckets"). The tokens go into at most max_buckets buckets by
+// sorting it (docs/theory/level_race.md §12.6, "Buckets"). The tokens go into at most max_buckets buckets by
 // the leading bits of their ratio (monotone in p/q: no logarithm, no sort). A bucket enters the
 // envelope as its exact sums (Q, P) split into two pseudo-tokens at the kink of the bound on its
 // inner prefix sums (ratios in [r_lo, r_hi]): the copy between them lies above every copy inside the

@@ -1,4 +1,4 @@
-// The budget and options of the full-vocabulary without-replacement route (docs/theory.md §15).
+// The budget and options of the full-vocabulary without-replacement route (docs/theory/wor_route.md §15).
 //
 // The route tries ever more expensive orders of the same race until its plan reaches alpha*_wor;
 // how far it climbs is bounded by a work budget per row, not by caps on each kind of retry.
@@ -17,7 +17,7 @@
 
 namespace mdsd::verif::wor {
 
-// Default work per row (limits.hpp; bench/bench_wor_route.py measures time against work).
+// Default work per row (limits.hpp; bench/verifiers/optimal_wor_route.py measures time against work).
 constexpr double kDefaultWorkBudget = limits::kWorWorkBudget;
 
 struct Budget {

@@ -1,4 +1,4 @@
-// The chain orders of the inner system (docs/theory.md §15.2): the shape the exact sweep takes when
+// The chain orders of the inner system (docs/theory/wor_route.md §15.2): the shape the exact sweep takes when
 // the rejection budget is small. The smallest tight set is the set Y of tokens not yet visited,
 // and it shrinks one token at a time: tokens are visited least needy first (ascending rho); a
 // visited token y is laid until it has won p (done) or until Y \ {y} turns tight, i.e.

@@ -1,4 +1,4 @@
-// One row's full-vocabulary without-replacement construction (docs/theory.md §15): the race grid,
+// One row's full-vocabulary without-replacement construction (docs/theory/wor_route.md §15): the race grid,
 // the split at the certificate, the inner ratio order, the environments every order shares, and
 // the work state. The outer system is built in outer.hpp, the inner orders in inner.hpp and
 // chain.hpp; route.hpp runs them.

@@ -1,4 +1,4 @@
-// A small core of a full-vocabulary system as an enumerable one (docs/theory.md §15.1): the law of
+// A small core of a full-vocabulary system as an enumerable one (docs/theory/wor_route.md §15.1): the law of
 // S ∩ core over the 2^|core| masks, every other token entering through an environment pair, so the
 // exact sweep (exact_sweep.hpp) can run on the core; and the loads of a chunk list over such a law.
 #pragma once

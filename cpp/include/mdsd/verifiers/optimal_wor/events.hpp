@@ -1,4 +1,4 @@
-// Prefix-event sweeps (docs/theory.md §15.2): the inner rule of the tight-set sweep on systems
+// Prefix-event sweeps (docs/theory/wor_route.md §15.2): the inner rule of the tight-set sweep on systems
 // too large to enumerate, with its tight sets taken to be prefixes of the current rho order
 // (rho = pi / (h w), neediest first) -- the shape they had in every exact-rational run. Two
 // implementations of one step rule (prefix_event_step):
@@ -116,7 +116,7 @@ struct PrefixEventSweep {
         if (scan_form) scan_form(*this, env, o, zero_prefix, ov, hov, v);
         else scan_unit(env, o, zero_prefix, ov, hov, v);
     }
-    // scan without e (docs/theory.md §14.4, "Without e"), as race::pass: in a block of kPassBlock
+    // scan without e (docs/theory/race_oracle.md §14.4, "Without e"), as race::pass: in a block of kPassBlock
     // positions of o a small token multiplies by 1 + x h beta with seed h q (race::mul_unit), and the
     // e's of the block's small tokens, which every w of the block misses, are one per-node scale:
     // in the node weights of its w's, and into the suffix pair at the block's start and pre at its end.

@@ -1,4 +1,4 @@
-// The tight-set sweep (docs/theory.md §13): the exact optimal verifier for without-replacement
+// The tight-set sweep (docs/theory/tight_set_sweep.md §13): the exact optimal verifier for without-replacement
 // drafts on supports small enough to enumerate the draft sets and the token subsets of each system.
 //
 // The certificate H* splits every optimal plan into an outer system (a set with a draft in

@@ -1,4 +1,4 @@
-// Inner orders of the full-vocabulary route (docs/theory.md §15.2): the sets inside H* output one of
+// Inner orders of the full-vocabulary route (docs/theory/wor_route.md §15.2): the sets inside H* output one of
 // their drafts or reject, and every inner token must win exactly p(y). Each order lays the same
 // race in its own way and returns its deficit sum_y (p(y) - won(y))_+; route.hpp tries them in turn.
 //   top:    the exact_head neediest run the exact sweep on top, the tail below them by descending

@@ -1,4 +1,4 @@
-// The outer system of the full-vocabulary route (docs/theory.md §15.1): every set with a draft
+// The outer system of the full-vocabulary route (docs/theory/wor_route.md §15.1): every set with a draft
 // outside H* outputs one of those drafts, with loads a(y) <= p(y).
 //
 // Rounds of safe moves: every outer token with rho = p / w >= 1 is laid whole at the top (its load

@@ -1,4 +1,4 @@
-// The prefix-event sweep at n = 2 in closed form (docs/theory.md §15.2): PrefixEventSweep's step
+// The prefix-event sweep at n = 2 in closed form (docs/theory/wor_route.md §15.2): PrefixEventSweep's step
 // rule (events.hpp, prefix_event_step) on a whole inner system, w without the race quadrature.
 #pragma once
 

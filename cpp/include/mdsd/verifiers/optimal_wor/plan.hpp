@@ -1,4 +1,4 @@
-// The plan of the without-replacement optimal verifier (docs/theory.md §13): a chunk race split at
+// The plan of the without-replacement optimal verifier (docs/theory/tight_set_sweep.md §13): a chunk race split at
 // the certificate H*. Every token's level mass is laid in chunks, in one order per system; a
 // drafted token draws one of its chunks (or, inner, a level below all of them: it cannot win), the
 // earliest chunk wins, then the winner's coin min(1, p / won). Built by the exact sweep
@@ -101,7 +101,7 @@ inline void store_chunks(Plan& pl, const std::vector<Chunk>& chA, const std::vec
     put(chH);
 }
 
-// Coins min(1, p / won), accepted mass a = won * coin, residual p - a (docs/theory.md §2.3).
+// Coins min(1, p / won), accepted mass a = won * coin, residual p - a (docs/theory/transport.md §2.3).
 inline void finish(Plan& pl, const double* p, const std::vector<double>& won) {
     const int64_t V = pl.V;
     pl.coin.assign(V, 0.0);

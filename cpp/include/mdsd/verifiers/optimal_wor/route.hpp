@@ -1,4 +1,4 @@
-// "optimal" / "sweep" for without-replacement drafts (docs/theory.md §13, §15): the plan of
+// "optimal" / "sweep" for without-replacement drafts (docs/theory/tight_set_sweep.md §13, §15): the plan of
 // plan.hpp, built exactly on enumerable supports and by the full-vocabulary route otherwise.
 //
 // The route builds the outer system (outer.hpp), then climbs a ladder of inner orders (kLadder),
@@ -254,7 +254,7 @@ struct OptimalWor {
                 (pl.route.out_of_budget ? "work budget spent or too small for the next order (" + fmt_g(budget.used) +
                                               " of " + fmt_g(opt.work_budget) + " grid operations; raise work_budget=)"
                                         : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
-                "; refused rather than called optimal ('sweep' keeps this lossless plan; docs/theory.md §15.3)");
+                "; refused rather than called optimal ('sweep' keeps this lossless plan; docs/theory/wor_route.md §15.3)");
         return pl;
     }
 

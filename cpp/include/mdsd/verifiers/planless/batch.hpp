@@ -31,7 +31,7 @@ inline Kind parse_direct(const std::string& name) {
 }
 
 // Buckets of the levels before the optimal drafts (shadow::remaining_at, one pass per system):
-// bench/bench_shadow.cpp's choice (64 and 1,024 are 6-26 % slower at V = 49,152), the same law as
+// bench/verifiers/planless_levels.cpp's choice (64 and 1,024 are 6-26 % slower at V = 49,152), the same law as
 // without buckets (test_planless_optimal_iid.cpp).
 constexpr int kOptimalBuckets = 256;
 
