@@ -15,6 +15,6 @@ TESTS = ROOT / "tests"
 
 
 def tests_on_path() -> None:
-    """Make the tests' row generators (tests/heldout.py, tests/tree_enum.py) importable."""
+    """Make the tests' row generators (tests/_support/heldout.py, tests/_support/tree_enum.py) importable."""
     if str(TESTS) not in sys.path:
         sys.path.insert(0, str(TESTS))

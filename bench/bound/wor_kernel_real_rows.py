@@ -4,7 +4,7 @@ Run:  python bench/bound/wor_kernel_real_rows.py [--ns 4 8] [--step 18] [--heldo
 
 builds/roofline.py times synthetic rows (_support.rows.llm_like). The without-replacement kernel's time
 depends on the row (how many prefixes its scan must integrate), so this times it on every --step-th
-shipped row (``mdsd_fast.load_dataset()``, renormalised) and on --heldout rows of tests/heldout.py
+shipped row (``mdsd_fast.load_dataset()``, renormalised) and on --heldout rows of tests/_support/heldout.py
 (seed 0): ``_core.bound.dual_batch`` on the validated row, alternating with ``numpy.argsort`` of V float64
 values, this thread's CPU time, min of --repeats (steadier on a shared machine, see
 _support.timing.side_by_side). Prints one markdown row per (set, n): mean / max ms and the median / p90

@@ -5,7 +5,7 @@
 Part 1: ``ratio_order`` alone. bench/builds/ratio_sort_two_trees.cpp is built (g++ -O3, the extension's IEEE
 flags) with both trees' order.hpp in one binary, which sorts each row with both, alternating,
 --reps times, keeping each one's best CPU time, and checks that the two orders are identical. Rows:
-the shipped ones (``mf.load_dataset()``, V = 49,152) and held-out ones (tests/heldout.py) at
+the shipped ones (``mf.load_dataset()``, V = 49,152) and held-out ones (tests/_support/heldout.py) at
 V = 49,152 and 151,936.
 
 Part 2 (with --base-pythonpath, a directory holding the base build's mdsd_fast): the best CPU time

@@ -11,7 +11,7 @@ largest alpha* over completions lies in [high - high_slack, high]: the slack is 
 close ``high`` is, per row; for "wor" the witness is also that of a local search and the bracket's
 upper end the smaller of high and the cap-aware bound of docs/design/intervals.md §3.5: "bracket slack" =
 that end - the witness, a proven distance to the largest alpha* where "high slack" measures the
-function's own high). ``--heldout N`` takes N generated rows (tests/heldout.py, a seed the
+function's own high). ``--heldout N`` takes N generated rows (tests/_support/heldout.py, a seed the
 package was never tuned on) as the truths instead of the shipped ones.
 
     PYTHONPATH=python python bench/intervals/widths_and_slack.py [--rows 537] [--k 20 100 1000] [--heldout 256]
@@ -47,7 +47,7 @@ def truths(a: argparse.Namespace) -> tuple[str, Iterator[tuple[np.ndarray, np.nd
                 P, Q, _ = heldout_rows(min(a.chunk, a.heldout - start), seed=a.seed, start=start)
                 yield P, Q
 
-        return f"{a.heldout} held-out rows (tests/heldout.py, seed {a.seed})", gen()
+        return f"{a.heldout} held-out rows (tests/_support/heldout.py, seed {a.seed})", gen()
     ds = mf.load_dataset()
     if a.rows is not None:
         ds = ds[: a.rows]

@@ -3,7 +3,7 @@ take the candidate search (docs/guide/intervals.md §3, docs/design/intervals.md
 §3.2's family from its best set (``WOR_BOX_BUDGET``): run it under two builds side by side.
 
 One run of this script measures one build (the package on PYTHONPATH) on the first ``--rows`` shipped
-rows (or ``--heldout N`` generated rows, tests/heldout.py, seed 7) cut to their top ``--k``, for each
+rows (or ``--heldout N`` generated rows, tests/_support/heldout.py, seed 7) cut to their top ``--k``, for each
 n: per row low, high, the largest alpha*_wor the search visited (its witness) and the seconds, saved
 to ``--out``. ``--compare A B`` prints B against A: high mean / p99 / max, high - witness, the
 per-row change of high, and the seconds per row of each. Alternate the two builds in one shell run
@@ -13,7 +13,7 @@ per-row change of high, and the seconds per row of each. Alternate the two build
     PYTHONPATH=python python bench/intervals/wor_high_beyond_limit.py --out /tmp/head.npz
     python bench/intervals/wor_high_beyond_limit.py --compare /tmp/main.npz /tmp/head.npz
 
-``--budget N`` sets ``_intervals_wor.WOR_BOX_BUDGET`` for the run (a build that has it; 0 = the
+``--budget N`` sets ``intervals.wor.WOR_BOX_BUDGET`` for the run (a build that has it; 0 = the
 candidate search alone), to measure the budget's effect on held-out rows.
 """
 
@@ -48,7 +48,7 @@ def run(a: argparse.Namespace) -> None:
     from mdsd_fast.intervals import wor as _intervals_wor
 
     if a.budget is not None:
-        _intervals_wor.WOR_BOX_BUDGET = a.budget  # type: ignore[attr-defined]
+        intervals.wor.WOR_BOX_BUDGET = a.budget  # type: ignore[attr-defined]
     P, Q = rows(a)
     p, q = top_k(P, a.k), top_k(Q, a.k)
     out: dict[str, np.ndarray] = {"budget": np.array(getattr(_intervals_wor, "WOR_BOX_BUDGET", -1))}
@@ -61,7 +61,7 @@ def run(a: argparse.Namespace) -> None:
         print(f"n = {n}: {searched} of {len(hi)} rows through the candidate search, {out[f's{n}']:.1f} CPU-s")
         if a.family:  # the whole family's minimum on the searched rows (seconds per row at top 1,000)
             out[f"fam{n}"] = family_min(p, q, n, np.isfinite(whi))
-    out["cells"] = np.array(_intervals_wor.WOR_MAX_ROW_CELLS)
+    out["cells"] = np.array(intervals.wor.WOR_MAX_ROW_CELLS)
     np.savez(a.out, **out)
 
 
@@ -75,7 +75,7 @@ def family_min(p: np.ndarray, q: np.ndarray, n: int, rows: np.ndarray) -> np.nda
     pl, ql = union(P, Q, V, intervals._Log)
     sub = intervals._take(pl, ql, rows)
     fam = np.full(rows.shape, np.nan)
-    hi = _intervals_wor.wor_high(*sub, np.zeros(sub[0].x.shape, dtype=bool), n, 0)
+    hi = intervals.wor.wor_high(*sub, np.zeros(sub[0].x.shape, dtype=bool), n, 0)
     fam[rows] = np.clip(hi + intervals.BOUND_SLACK, 0.0, 1.0)
     return fam
 
@@ -120,7 +120,7 @@ def compare(a_path: str, b_path: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rows", type=int, default=64, help="shipped rows (the first ones)")
-    ap.add_argument("--heldout", type=int, default=0, help="generated rows instead (tests/heldout.py, seed 7)")
+    ap.add_argument("--heldout", type=int, default=0, help="generated rows instead (tests/_support/heldout.py, seed 7)")
     ap.add_argument("--k", type=int, default=1000, help="logged tokens per side")
     ap.add_argument("--n", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--budget", type=int, help="WOR_BOX_BUDGET for this run (a build that has it)")

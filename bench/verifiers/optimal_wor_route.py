@@ -14,7 +14,7 @@ Per row (V = 49,152, one thread, rows one after the other in this one process):
 - gap = alpha* - acc; "certified" = gap <= 1e-9 (what the strict "optimal" verifier accepts).
 
 Rows: (a) every --step-th shipped row (``mdsd_fast.load_dataset()``, the data the route was tuned
-on), (b) --heldout rows of tests/heldout.py (seed --seed; data it was never tuned on). Rows whose q
+on), (b) --heldout rows of tests/_support/heldout.py (seed --seed; data it was never tuned on). Rows whose q
 has fewer than n tokens are skipped.
 
 Output (stdout, markdown): one summary table (median / p90 / p99 / max ms, certified share, mean

@@ -223,7 +223,7 @@ int main() {
                 reps);
             agree_l += out_l == out_shadow;
             // the race alone (the row made once): all of a system's drafts in one pass (remaining_at,
-            // the default) against one bucketed pass per draft (session 13's route), per bucket count
+            // the default) against one bucketed pass per draft (the route the bucket count replaced), per bucket count
             {
                 sw::TupleRow tr = sw::make_row(p.data(), q.data(), V, n, wr, false);
                 t_row_nores += best_ms([&] { sw::make_row(tr, p.data(), q.data(), V, n, wr, false); }, reps);

@@ -1,6 +1,6 @@
 // Bindings for the engine reference kernels (cpp/include/mdsd/engines/): vLLM V1's rejection
 // sampler and SGLang's token-tree verification, every random number an input. Inputs arrive
-// validated from python/mdsd_fast/engines.py (shapes, id ranges, uniforms); the tree shape is
+// validated from python/mdsd_fast/engines/ (shapes, id ranges, uniforms); the tree shape is
 // checked here. Every loop runs without the GIL, requests split over threads.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -1,6 +1,6 @@
 // mdsd_fast._core.intervals: the without-replacement ends of acceptance_bounds
 // (mdsd/intervals/unseen_mass.hpp, family_descent.hpp), one row at a time over a batch on the
-// union layout of python/mdsd_fast/_intervals_fast.py. Rows are independent, so the results do
+// union layout of python/mdsd_fast/intervals.iid.py. Rows are independent, so the results do
 // not depend on the thread count.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

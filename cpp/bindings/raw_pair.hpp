@@ -1,6 +1,6 @@
 // Raw p, q as the routes that validate and normalise each row in its own pass take them (shared by
 // the direct verifiers and the direct alpha*): C-contiguous native float32 or float64 arrays of one
-// dtype and shape (python/mdsd_fast/_validate.py's raw_rows and the callers make them so).
+// dtype and shape (python/mdsd_fast/inputs/rules.py's raw_rows and the callers make them so).
 #pragma once
 
 #include <pybind11/numpy.h>

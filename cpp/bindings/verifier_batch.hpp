@@ -1,7 +1,7 @@
 // VerifierBatch, the class of mdsd_fast._core.verifiers: one registry verifier prepared for every
 // row of (B, V) arrays (docs/theory/verifiers.md §8): exact acceptance, simulation, verification of given
 // drafts and the exact conditional output law. Inputs arrive validated and normalised from
-// python/mdsd_fast/verifiers.py; every loop runs without the GIL.
+// python/mdsd_fast/verifiers/; every loop runs without the GIL.
 #pragma once
 
 #include <pybind11/numpy.h>

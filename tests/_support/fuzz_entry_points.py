@@ -13,8 +13,8 @@ values (NaN, inf, negative, subnormal, huge, rows not summing to 1), numbers of 
 
 Two ways to run it:
 
-* ``tests/test_fuzz.py`` runs ``FUZZ_EXAMPLES`` derandomized examples inside the test suite;
-* ``python tests/fuzz_entry_points.py --seconds 60`` fuzzes with fresh randomness for a bounded
+* ``tests/robustness/test_fuzz.py`` runs ``FUZZ_EXAMPLES`` derandomized examples inside the test suite;
+* ``python tests/_support/fuzz_entry_points.py --seconds 60`` fuzzes with fresh randomness for a bounded
   time (the sanitizer job runs it) and prints how many examples ran.
 """
 

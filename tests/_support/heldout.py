@@ -3,7 +3,7 @@
 The ``"sweep"`` / ``"optimal"`` (scheme ``"wor"``) route was tuned on the shipped dataset
 (``mdsd_fast.load_dataset()``, 537 SmolLM2-135M rows). This module makes synthetic rows of the same
 shape (V = 49,152) from a seed, so that its certification rate, gap and time can be measured on
-rows it has not seen (bench/verifiers/optimal_wor_route.py, tests/test_heldout.py).
+rows it has not seen (bench/verifiers/optimal_wor_route.py, tests/verifiers/test_heldout.py).
 
     >>> from heldout import heldout_rows, heldout_row
     >>> P, Q, meta = heldout_rows(24, seed=0)     # (24, 49152) float64 each, rows sum to 1
@@ -31,7 +31,7 @@ with, per row, drawn from the row's own generator:
   independent per token (draft-only logit noise). ``"mild"``: sigma_d = 1.0, j = 0.15; ``"strong"``:
   sigma_d = 2.0, j = 0.3.
 
-Measured (``python tests/heldout.py``, 96 rows of seed 0, 5th / 50th / 95th percentiles; shipped
+Measured (``python tests/_support/heldout.py``, 96 rows of seed 0, 5th / 50th / 95th percentiles; shipped
 rows in brackets):
 
 - Σmin(p, q), full drafts at T = 1.0: mild 0.64 / 0.70 / 0.77 [skip2 0.36 / 0.59 / 0.91], strong
@@ -53,7 +53,7 @@ default lengths 3, 4 and 2; other lengths cycle the same way). Row ``i`` of ``se
 What is different from the shipped data (on purpose: held out): full-support p and full drafts
 (every token has p > 0; the shipped file stores only the tokens carrying 1 - 1e-6 of the mass,
 unless ``store_tau`` is set), T = 0.6 and 1.3 (shipped: 0.7, 1.0), top-k truncated drafts, and a
-power-law-with-noise shape instead of a transformer's logits. ``python tests/heldout.py`` prints
+power-law-with-noise shape instead of a transformer's logits. ``python tests/_support/heldout.py`` prints
 Σmin(p, q), the entropy of p and the support of q of held-out rows beside the shipped rows'.
 """
 

@@ -1,4 +1,4 @@
-"""Brute force over completions of a truncated row, for tests/test_intervals.py (small V only).
+"""Brute force over completions of a truncated row, for tests/intervals/test_intervals.py (small V only).
 
 A completion adds r >= 0 on the unlogged tokens with r <= t (the smallest logged value) and
 sum r = u (the unseen mass). These sets are capped simplices; their vertices are the greedy fills

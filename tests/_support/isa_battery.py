@@ -2,9 +2,9 @@
 once per build of the core (MDSD_FAST_ISA=baseline, MDSD_FAST_ISA=avx2) and compares the files bit
 for bit.
 
-    python tests/isa_battery.py OUT.npz
+    python tests/_support/isa_battery.py OUT.npz
 
-Inputs: every 60th shipped row (V = 49,152), held-out rows (tests/heldout.py: full supports,
+Inputs: every 60th shipped row (V = 49,152), held-out rows (tests/_support/heldout.py: full supports,
 top-k drafts) and small random rows with zeros and ties. What is recorded: alpha* for every scheme
 and its certificate (i.i.d.: both the selection and the sorted route), the without-replacement
 route's plan (exact acceptance, work spent, order kept), simulated and verified tokens of every

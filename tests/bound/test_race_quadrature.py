@@ -2,7 +2,7 @@
 
 Each plan's loads are u_y * w_y with w_y = E[1{y in S} prod_{S minus y} h] computed by this
 quadrature, so its accuracy is the plan's: checked here against enumeration of the ordered draws
-(tests/reference.py) and, at full vocabulary, against sum_y Pr[y in S] = n.
+(tests/_support/reference.py) and, at full vocabulary, against sum_y Pr[y in S] = n.
 """
 
 from __future__ import annotations

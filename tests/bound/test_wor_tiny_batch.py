@@ -7,7 +7,7 @@ within the integral's own error: on heavy-tailed rows (thousands of tiny tokens)
 q, tied masses and tied ratios, n = 2 .. 8, both routes forced onto the integral
 (``_core._testing.wor_alpha_race``). Tolerance 1e-12 absolute: both routes are within ~3e-14 of
 the exact n = 2 value on the shipped rows, and the integral is checked to 1e-11 against exact
-values in tests/test_wor_integral_accuracy.py. At least a quarter of the rows are checked to have gone
+values in tests/bound/test_wor_integral_accuracy.py. At least a quarter of the rows are checked to have gone
 through a batch (the comparison is not vacuous), and a row too small to batch lays none.
 """
 

@@ -1,12 +1,12 @@
 """The engine reference kernels (mdsd_fast.engines) token for token, and their input rules.
 
 Independent numpy re-implementations of vLLM V1's ``rejection_sample`` and SGLang's
-``tree_speculative_sampling_target_only`` (tests/engine_reference.py, written from the engines'
+``tree_speculative_sampling_target_only`` (tests/_support/engine_reference.py, written from the engines'
 code) are reproduced exactly by the C++ kernels under the same uniforms on random batches
 (ragged draft counts including 0, random trees, float32 and float64, n-gram drafts, greedy
 requests, thresholds), with SGLang's published test vectors and vLLM's greedy cases; the same
 with torch tensors; results independent of the thread count; errors that name the argument.
-The laws (losslessness, registry verifiers per node) are in tests/test_engines_law.py.
+The laws (losslessness, registry verifiers per node) are in tests/engines/test_engines_law.py.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@
   16 cells; each such test has a negative control that must fail it (a lossy rule in the same
   contract), and STEPS samples detect any law at chi-square distance >= MIN_DISTANCE.
 * Registry verifiers at every node: for a depth-1 tree the output law equals the verifier's exact
-  law given the tuple (the C++ LawVisitor, which tests/test_verifiers.py checks against p).
+  law given the tuple (the C++ LawVisitor, which tests/verifiers/test_verifiers.py checks against p).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """acceptance_bounds: rigorous intervals for alpha* from truncated (top-k) logs.
 
-Checked against brute force over completions (tests/interval_reference.py, independent of the
+Checked against brute force over completions (tests/_support/interval_reference.py, independent of the
 module): every vertex pair of the two completion polytopes plus random mixtures, and the true
 rows the logs were cut from. Power: each containment test runs 12 instances x ~1,000 completions;
 the negative controls show the same check rejects an interval narrowed by 0.005 at either end and

@@ -12,7 +12,7 @@ cpp/include/mdsd/intervals/unseen_mass.hpp).
   H from the minimum over fewer sets (A all or nothing), and the one-phantom "lump" value of q's
   unseen mass is not a lower bound.
 
-Rows are generated here (tests/test_intervals_iid.logs), not taken from the shipped data.
+Rows are generated here (test_intervals_iid.logs), not taken from the shipped data.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ are forced through the search too, so both run on them.
 * Negative control: the A prefix held at the start's (``hold_a``) misses the family's minimum by more
   than 1e-3 on some rows.
 
-Rows are generated here (tests/heldout.py at seed 29, not the seeds the budget was chosen on, and the
+Rows are generated here (tests/_support/heldout.py at seed 29, not the seeds the budget was chosen on, and the
 grid rows of test_intervals_wor_capped), not shipped data.
 """
 
@@ -34,7 +34,7 @@ from mdsd_fast.intervals import wor as iw
 
 
 def heldout_top(k: int, count: int = 24) -> tuple[np.ndarray, np.ndarray]:
-    """Top-k logs of held-out LLM-like rows (tests/heldout.py, V = 49,152, seed 29)."""
+    """Top-k logs of held-out LLM-like rows (tests/_support/heldout.py, V = 49,152, seed 29)."""
     from heldout import heldout_rows
 
     P, Q = heldout_rows(count, seed=29)[:2]

@@ -60,7 +60,7 @@ def test_more_pieces_only_lower_high(n: int) -> None:
 
 
 def heldout_top20(count: int) -> tuple[np.ndarray, np.ndarray]:
-    """Top-20 logs of held-out LLM-like rows (tests/heldout.py, V = 49,152, seed 11)."""
+    """Top-20 logs of held-out LLM-like rows (tests/_support/heldout.py, V = 49,152, seed 11)."""
     from heldout import heldout_rows
 
     P, Q = heldout_rows(count, seed=11)[:2]

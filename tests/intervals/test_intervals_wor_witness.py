@@ -12,7 +12,7 @@ docs/design/intervals.md §3.4).
   a completion's alpha*_wor, below high on some rows, equal on V = 6 to the minimum over all 2^6
   sets; negative controls (a fill at twice the cap, pieces at a quarter of it).
 
-Rows are generated here (tests/test_intervals_iid_max.py's generator and a V = 40 one), not shipped data.
+Rows are generated here (test_intervals_iid_max.py's generator and a V = 40 one), not shipped data.
 """
 
 from __future__ import annotations

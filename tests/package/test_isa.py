@@ -1,5 +1,5 @@
 """The two builds of the C++ core (mdsd_fast._isa): which one loads, the MDSD_FAST_ISA override and
-its errors, and the same bits from both on every kernel family (tests/isa_battery.py)."""
+its errors, and the same bits from both on every kernel family (tests/_support/isa_battery.py)."""
 
 from __future__ import annotations
 

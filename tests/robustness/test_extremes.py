@@ -1,7 +1,7 @@
 """Numerical extremes: one-hot and disjoint rows, masses down to 1e-300 and below (subnormals),
 one q close to 1, V = 262,144 with n = 8, float32 rows summing to 1 +- 1e-5, tied ratios.
 
-Values are compared with float64 references: the 2^V brute force of tests/reference.py (small V),
+Values are compared with float64 references: the 2^V brute force of tests/_support/reference.py (small V),
 the HiGHS LP and the native max-flow, a numpy sorted-prefix scan (i.i.d.), and the exact
 level-count DP of test_bound.py (without replacement, V = 262,144).
 

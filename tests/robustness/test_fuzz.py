@@ -1,4 +1,4 @@
-"""The fuzz target of tests/fuzz_entry_points.py, run inside the suite on a fixed, derandomized
+"""The fuzz target of tests/_support/fuzz_entry_points.py, run inside the suite on a fixed, derandomized
 budget of FUZZ_EXAMPLES examples (the sanitizer job also runs it for a bounded time with fresh
 randomness)."""
 

@@ -1,4 +1,4 @@
-"""The full-vocabulary ``wor`` route on held-out rows (tests/heldout.py): certification floor, gap ceiling.
+"""The full-vocabulary ``wor`` route on held-out rows (tests/_support/heldout.py): certification floor, gap ceiling.
 
 The route (``"sweep"``; ``"optimal"`` with scheme ``"wor"`` refuses the rows it cannot certify) was
 tuned on the shipped dataset. Here it is run on 20 synthetic LLM-like rows it was never tuned on

@@ -314,7 +314,7 @@ def test_orderings() -> None:
 
 
 def test_registry() -> None:
-    # "optimal" (the full-vocabulary optimal verifier) and "sweep" are tested in tests/test_optimal.py
+    # "optimal" (the full-vocabulary optimal verifier) and "sweep" are tested in tests/verifiers/test_optimal.py
     assert tuple(mf.verifiers) == NAMES + ("optimal", "sweep")
     for name, v in mf.verifiers.items():
         assert v.name == name

@@ -1,6 +1,6 @@
 // Test inputs and brute-force references shared by the C++ tests. Everything here is written
 // independently of the kernels (no mdsd header is included): a fixed-seed generator, random
-// (p, q) pairs like tests/reference.py's random_case, LLM-like rows, and enumeration of ordered
+// (p, q) pairs like tests/_support/reference.py's random_case, LLM-like rows, and enumeration of ordered
 // draft tuples.
 #pragma once
 
@@ -63,7 +63,7 @@ inline void normalise(Vec& x) {
     for (auto& v : x) v /= s;
 }
 
-// A random pair like tests/reference.py random_case: Dirichlet p, q with concentrations in
+// A random pair like tests/_support/reference.py random_case: Dirichlet p, q with concentrations in
 // [0.1, 3], and (kind 1-4) zeros in p, zeros in q, tied ratios, tied values.
 inline void random_case(Gen& g, int64_t V, Vec& p, Vec& q) {
     p = g.dirichlet(V, g.uniform(0.1, 3.0));

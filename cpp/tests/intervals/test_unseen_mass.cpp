@@ -1,5 +1,5 @@
 // The race pieces of mdsd/intervals/unseen_mass.hpp against the race they stand for (race::WorRace with
-// explicit tokens), mirroring tests/test_intervals_wor.py at the kernel level:
+// explicit tokens), mirroring tests/intervals/test_intervals_wor.py at the kernel level:
 //   * the Poisson start (race_start_with_bucket) against J explicit tokens of mass u / J: Q never
 //     below theirs, never above by more than C(k, 2) / J, the gap shrinking with J;
 //   * the lump correction (Fbar - b_lump P[k-1] in race_integral) against adding the lump as one

@@ -1,5 +1,5 @@
 // The exponential-race quadrature behind every full-vocabulary "wor" plan (docs/theory/race_oracle.md §14), in
-// C++: mirrors tests/test_race_quadrature.py (which goes through the _core._testing.race_weights /
+// C++: mirrors tests/bound/test_race_quadrature.py (which goes through the _core._testing.race_weights /
 // race_greedy test bindings) and adds checks of the grid and the products.
 //   * pass: w_y = E[1{y in S} prod_{S \ y} h] against enumeration of the ordered without-
 //     replacement draws (V <= 8, n = 1..4, random h in [0, 1] with exact 0s and 1s), relative

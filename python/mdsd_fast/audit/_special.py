@@ -2,7 +2,7 @@
 
 Regularised incomplete gamma and beta functions by their series and continued fractions
 (Lentz's method), accurate to ~1e-13 relative in the ranges the audit uses (degrees of freedom
-up to a few thousand, binomial counts up to ~1e8). tests/test_audit.py checks them against
+up to a few thousand, binomial counts up to ~1e8). tests/audit/test_audit.py checks them against
 direct sums.
 """
 

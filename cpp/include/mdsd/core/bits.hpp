@@ -1,4 +1,4 @@
-// Portable bit and wide-multiply helpers (GCC / Clang builtins, MSVC intrinsics).
+// Portable bit and wide-multiply functions (GCC / Clang builtins, MSVC intrinsics).
 #pragma once
 
 #include <cstdint>

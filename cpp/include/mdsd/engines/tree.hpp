@@ -37,7 +37,7 @@
 
 namespace mdsd::engines {
 
-// Row-major views of validated inputs (python/mdsd_fast/engines.py checks shapes, id ranges and
+// Row-major views of validated inputs (python/mdsd_fast/engines/ checks shapes, id ranges and
 // uniforms; the tree shape is checked here).
 struct TreeBatch {
     int64_t B = 0, N = 0, V = 0;

@@ -19,7 +19,7 @@
 
 namespace mdsd::engines {
 
-// Row-major views of validated inputs (python/mdsd_fast/engines.py checks shapes and values).
+// Row-major views of validated inputs (python/mdsd_fast/engines/ checks shapes and values).
 struct ChainBatch {
     int64_t B = 0, T = 0, V = 0, max_spec_len = 0;
     const int64_t* draft_token_ids = nullptr;      // [T]

@@ -1,4 +1,4 @@
-// Input validation of a probability row (python/mdsd_fast/_validate.py states the rules): finite,
+// Input validation of a probability row (python/mdsd_fast/inputs/rules.py states the rules): finite,
 // non-negative, and the row sum: the exact sum of the entries, rounded once (exact_sum.hpp). A
 // rounded exact sum does not depend on the order or grouping of its terms, so dense rows (summed
 // in vector lanes), sparse rows (their positive entries only) and the fused engine kernel

@@ -50,7 +50,7 @@ class ChordScan {
     // the scan of every prefix, on its own rounding, has the same argmin. -1: no check (the chord
     // scan's own argmin). The two scans' F at one prefix differ by their batching's rounding (at most
     // 3.1e-14 on the bench rows), and a computed Q departs from convexity by the quadrature's error,
-    // smooth in k: 1e-12 is ~30x the former. Measured, not proved (tests/test_wor_chord_scan.py).
+    // smooth in k: 1e-12 is ~30x the former. Measured, not proved (tests/bound/test_wor_chord_scan.py).
     double argmin_margin = -1.0;
     static constexpr double kArgminMargin = 1e-12;
 

@@ -51,7 +51,7 @@ struct WorRace {
 
     // Nodes per doubling: M = ceil(3 sqrt(n / 8)), i.e. 3 up to n = 8, so the step stays as fine
     // relative to the peak width as at n = 8. Measured |error| on Q < 1e-12 for n <= 1000 (worst
-    // 8e-13 at n = 8; M = 3 alone gave 1e-9 at n = 16): tests/test_wor_integral_accuracy.py.
+    // 8e-13 at n = 8; M = 3 alone gave 1e-9 at n = 16): tests/bound/test_wor_integral_accuracy.py.
     static int nodes_per_doubling(int n) {
         if (n <= 8) return 3;
         return static_cast<int>(std::ceil(3.0 * std::sqrt(n / 8.0)));

@@ -18,7 +18,7 @@
 // beta_max = e^kTiny - 1 < 0.065, so every term is at most the matching coefficient of
 // (1 - beta_max x)^{-p_1 / beta_max}, prod_{i<c} (p_1 + i beta_max) / c!, p_1 <= q(B) t (1 + beta_max);
 // times e^{-q(B) t} those stay below ~0.3 for c < 8: the absolute error on each count is a few ulps
-// of 1, as for the factors one by one (measured against them in tests/test_wor_tiny_batch.py).
+// of 1, as for the factors one by one (measured against them in tests/bound/test_wor_tiny_batch.py).
 // kTiny = 2^-4 defers nearly every token of an LLM row between two integrations of
 // the chord scan (race/chord_scan.hpp), which integrates at tens of prefixes only.
 #pragma once

@@ -28,9 +28,9 @@ namespace lv = mdsd::verif::level;
 using level_sets::set_distance;
 
 struct Cut {
-    std::vector<lv::Seg> left;   // remaining levels
+    std::vector<lv::Seg> left;  // remaining levels
     std::vector<lv::Seg> first;  // the window of token `watch`
-    bool exact = true;           // every window's load equals p(y) to 1e-12
+    bool exact = true;  // every window's load equals p(y) to 1e-12
 };
 
 static Cut cut_all(const Vec& p, const Vec& q, const std::vector<int32_t>& seq, int n, bool inner, double lo, double hi,

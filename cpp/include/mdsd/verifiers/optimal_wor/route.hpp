@@ -254,7 +254,8 @@ struct OptimalWor {
                 (pl.route.out_of_budget ? "work budget spent or too small for the next order (" + fmt_g(budget.used) +
                                               " of " + fmt_g(opt.work_budget) + " grid operations; raise work_budget=)"
                                         : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
-                "; refused rather than called optimal ('sweep' keeps this lossless plan; docs/theory/wor_route.md §15.3)");
+                "; refused rather than called optimal ('sweep' keeps this lossless plan; docs/theory/wor_route.md "
+                "§15.3)");
         return pl;
     }
 
