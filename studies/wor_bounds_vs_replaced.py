@@ -26,7 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))  # for _s
 from _support.rows import K, V, synth  # noqa: E402
 
 import mdsd_fast as mf  # noqa: E402
-from mdsd_fast import intervals as iv  # noqa: E402
+from mdsd_fast.intervals import bounds as iv  # noqa: E402
+from mdsd_fast.intervals import ends  # noqa: E402
 from mdsd_fast.intervals.support import column_groups, dense_parts  # noqa: E402
 
 
@@ -72,10 +73,10 @@ def old_bounds(p: np.ndarray, q: np.ndarray, n: int) -> tuple[np.ndarray, np.nda
         pt = np.concatenate([p[r], [1 - p[r].sum()], np.zeros(J)])
         qt = np.concatenate([q[r], [0.0], np.full(J, uq / J)])
         lo[r] = float(mf.optimal_acceptance(pt, qt, n, "wor")) - (n * (n - 1) / 2 / J if uq > 0 else 0.0)
-    P, Q = dense_parts("p", p, iv.COMPLETE_TOL), dense_parts("q", q, iv.COMPLETE_TOL)
+    P, Q = dense_parts("p", p, ends.COMPLETE_TOL), dense_parts("q", q, ends.COMPLETE_TOL)
     hi = np.empty(len(p))
-    for rows, pg, qg in column_groups(P, Q, p.shape[1], np.arange(len(p)), iv._Log, iv.COMPRESS_KEEP):
-        hi[rows] = iv._high(pg, qg, n, "wor", 0, np.zeros(pg.x.shape, dtype=bool), iv.SEARCH_STEPS)[0]
+    for rows, pg, qg in column_groups(P, Q, p.shape[1], np.arange(len(p)), ends._Log, ends.COMPRESS_KEEP):
+        hi[rows] = ends._high(pg, qg, n, "wor", 0, np.zeros(pg.x.shape, dtype=bool), ends.SEARCH_STEPS)[0]
     return np.clip(lo - iv.BOUND_SLACK, 0, 1), np.clip(hi + iv.BOUND_SLACK, 0, 1)
 
 

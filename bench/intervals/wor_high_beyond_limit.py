@@ -44,39 +44,37 @@ def run(a: argparse.Namespace) -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench/, for _support
     from _support.rows import top_k
 
-    from mdsd_fast import intervals
-    from mdsd_fast.intervals import wor as _intervals_wor
+    from mdsd_fast.intervals import bounds, ends, wor
 
     if a.budget is not None:
-        intervals.wor.WOR_BOX_BUDGET = a.budget  # type: ignore[attr-defined]
+        wor.WOR_BOX_BUDGET = a.budget
     P, Q = rows(a)
     p, q = top_k(P, a.k), top_k(Q, a.k)
-    out: dict[str, np.ndarray] = {"budget": np.array(getattr(_intervals_wor, "WOR_BOX_BUDGET", -1))}
+    out: dict[str, np.ndarray] = {"budget": np.array(getattr(wor, "WOR_BOX_BUDGET", -1))}
     for n in a.n:
         t0 = time.process_time()
-        lo, hi, _, whi, _ = intervals._bounds(p, q, n, "wor", intervals.SEARCH_STEPS, threads=1)
+        lo, hi, _, whi, _ = bounds._bounds(p, q, n, "wor", ends.SEARCH_STEPS, threads=1)
         out[f"s{n}"] = np.array(time.process_time() - t0)
         out[f"lo{n}"], out[f"hi{n}"], out[f"wit{n}"] = lo, hi, whi
         searched = int(np.isfinite(whi).sum())
         print(f"n = {n}: {searched} of {len(hi)} rows through the candidate search, {out[f's{n}']:.1f} CPU-s")
         if a.family:  # the whole family's minimum on the searched rows (seconds per row at top 1,000)
             out[f"fam{n}"] = family_min(p, q, n, np.isfinite(whi))
-    out["cells"] = np.array(intervals.wor.WOR_MAX_ROW_CELLS)
+    out["cells"] = np.array(wor.WOR_MAX_ROW_CELLS)
     np.savez(a.out, **out)
 
 
 def family_min(p: np.ndarray, q: np.ndarray, n: int, rows: np.ndarray) -> np.ndarray:
     """``wor_cut_min`` over §3.2's whole family on ``rows`` (NaN elsewhere), as ``_bounds`` clips it."""
-    from mdsd_fast import intervals
-    from mdsd_fast.intervals import wor as _intervals_wor
+    from mdsd_fast.intervals import bounds, ends, wor
     from mdsd_fast.intervals.iid import union
 
-    P, Q, V, _ = intervals._parts(p, q)
-    pl, ql = union(P, Q, V, intervals._Log)
-    sub = intervals._take(pl, ql, rows)
+    P, Q, V, _ = bounds._parts(p, q)
+    pl, ql = union(P, Q, V, ends._Log)
+    sub = bounds._take(pl, ql, rows)
     fam = np.full(rows.shape, np.nan)
-    hi = intervals.wor.wor_high(*sub, np.zeros(sub[0].x.shape, dtype=bool), n, 0)
-    fam[rows] = np.clip(hi + intervals.BOUND_SLACK, 0.0, 1.0)
+    hi = wor.wor_high(*sub, np.zeros(sub[0].x.shape, dtype=bool), n, 0)
+    fam[rows] = np.clip(hi + bounds.BOUND_SLACK, 0.0, 1.0)
     return fam
 
 
