@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "_support"))
 
 from mdsd_fast.trees import chain_values, kseq_bound, per_node_ot_value, traversal_expected_accepted, tree_bound
 from tree_enum import branching_trees, kseq_trees, to_arrays, toy_oracle  # noqa: E402

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TESTS = ROOT / "tests"
+TESTS = ROOT / "tests" / "_support"
 
 
 def tests_on_path() -> None:

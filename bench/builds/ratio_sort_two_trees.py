@@ -28,7 +28,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "_support"))
 
 FLAGS = ["-std=c++17", "-O3", "-fno-math-errno", "-ffp-contract=off"]
 

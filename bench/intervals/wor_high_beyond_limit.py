@@ -29,7 +29,7 @@ import numpy as np
 
 def rows(a: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
     if a.heldout:
-        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+        sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "_support"))
         from heldout import heldout_rows
 
         P, Q, _ = heldout_rows(a.heldout, seed=7)

@@ -42,7 +42,7 @@ import numpy as np
 import mdsd_fast as mf
 from mdsd_fast import _core
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests" / "_support"))
 from heldout import describe, heldout_rows  # noqa: E402
 
 CERT_TOL = 1e-9
