@@ -16,9 +16,10 @@ the first side alternating between rounds; each call is the best thread CPU time
 
 ``bits``: each build dumps public results on the shipped data (alpha* of every scheme at n = 2, 4,
 8; every registry verifier's exact acceptance where it applies; the optimal plans' outputs from
-``simulate`` and ``verify`` with fixed seeds; the CSVs of ``mdsd-fast report`` and ``mdsd-fast
-trees``) and the dumps are compared byte for byte. Only the public API and the CLI are used, so any
-two layouts of the package compare.
+``simulate`` and ``verify`` with fixed seeds, and their exact output laws on drawn tuples; the CSVs of ``mdsd-fast report`` and ``mdsd-fast
+trees``) and the dumps are compared byte for byte. Only the public API and the CLI are used (the laws
+also take the compiled core's ``VerifierBatch``, found in either layout), so any two layouts of
+the package compare.
 """
 
 from __future__ import annotations
@@ -211,6 +212,22 @@ def dump(out: Path, rows: int, cli: str) -> None:
                 k, args = f"{name}/{scheme}/{n}/{sk}", (name, p, q, n)
                 put(f"simulate/{k}", lambda a=args, s=scheme: mf.simulate(*a, 2000, rng=7, scheme=s)[:2])
                 put(f"verify/{k}", lambda a=args, s=scheme: sim_verify(*a, s))
+    # The optimal plans' exact output laws Pr[y | tuple] on drawn tuples: the core's VerifierBatch.law,
+    # found in either layout of the compiled module (flat, or its verifiers submodule).
+    from mdsd_fast import _core
+
+    batch = getattr(_core, "verifiers", _core).VerifierBatch
+    for name, scheme in (("optimal", "iid"), ("optimal", "wor"), ("sweep", "wor")):
+        for sk, (p, q) in sets.items():
+            for n in (2, 4):
+                p2, q2 = np.ascontiguousarray(p, np.float64), np.ascontiguousarray(q, np.float64)
+
+                def laws(p2: Any = p2, q2: Any = q2, name: str = name, scheme: str = scheme, n: int = n) -> Any:
+                    b = batch(name, p2, q2, n, scheme, None, 1, 2e9)
+                    drawn = [mf.simulate(name, p2[r], q2[r], n, 16, rng=r, scheme=scheme).drafts for r in range(4)]
+                    return np.stack([b.law(d, r) for r, d in enumerate(drawn)])
+
+                put(f"law/{name}/{scheme}/{n}/{sk}", laws)
     np.savez(out / "results.npz", **res)
     quick = cli == "quick"
     T = mf.load_dataset().temperatures[0]
