@@ -16,43 +16,7 @@ from numpy.typing import ArrayLike, NDArray
 from . import _format, _layout
 from ._chunks import DenseChunk, SparseChunk
 from ._format import MAX_QUANT_L1
-
-# Row fields available through LMDataset.column() and in every .meta record.
-_ROW_FIELDS = (
-    "row",
-    "context",
-    "draft",
-    "temperature",
-    "domain",
-    "prompt_id",
-    "position",
-    "token",
-    "p_truncation",
-    "q_truncation",
-    "p_quantization",
-    "q_quantization",
-    "n_tokens",
-)
-
-
-def _as_str_array(values: Sequence[str]) -> NDArray[np.str_]:
-    arr = np.asarray(list(values), dtype=str)
-    if arr.size == 0:
-        arr = np.zeros(0, dtype="<U1")
-    return arr
-
-
-def _match(values: NDArray[Any], wanted: Any, *, numeric: bool = False) -> NDArray[np.bool_]:
-    if isinstance(wanted, (str, bytes)) or not isinstance(wanted, Iterable):
-        wanted = [wanted]
-    wanted = list(wanted)
-    mask = np.zeros(values.shape[0], dtype=bool)
-    for w in wanted:
-        if numeric:
-            mask |= np.isclose(values.astype(np.float64), float(w), rtol=0.0, atol=1e-9)
-        else:
-            mask |= values == w
-    return mask
+from ._layout import ROW_FIELDS, as_str_array, match
 
 
 class LMDataset:
@@ -116,11 +80,11 @@ class LMDataset:
         self._ctx_temperature = np.asarray(ctx_temperature, dtype=np.float64)
         self._ctx_position = np.asarray(ctx_position, dtype=np.int64)
         self._ctx_token = np.asarray(ctx_token, dtype=np.int64)
-        self._prompt_ids = _as_str_array(prompt_ids)
-        self._prompt_domains = _as_str_array(prompt_domains)
-        self._draft_names = _as_str_array(draft_names)
+        self._prompt_ids = as_str_array(prompt_ids)
+        self._prompt_domains = as_str_array(prompt_domains)
+        self._draft_names = as_str_array(draft_names)
         specs = list(draft_specs) if draft_specs is not None else ["{}"] * len(self._draft_names)
-        self._draft_specs = _as_str_array(specs)
+        self._draft_specs = as_str_array(specs)
         self.info: dict[str, Any] = dict(info or {})
         lens = np.diff(self._ctx_offsets)
         self._row_qoff = np.concatenate([[0], np.cumsum(lens[self._row_ctx])]).astype(np.int64)
@@ -177,7 +141,7 @@ class LMDataset:
         ):
             if name in table:
                 return table[name][index]
-        raise KeyError(f"unknown column {name!r}; known: {', '.join(_ROW_FIELDS + ('draft_spec',))}")
+        raise KeyError(f"unknown column {name!r}; known: {', '.join(ROW_FIELDS + ('draft_spec',))}")
 
     @property
     def meta(self) -> list[dict[str, Any]]:
@@ -187,11 +151,11 @@ class LMDataset:
         q_quantization (L1 distance between the stored values and the model's, from the value
         encoding; 0 when exact), n_tokens (stored support size). Models and draft
         constructions are described in :attr:`info` and :meth:`draft_spec`."""
-        cols = {name: self.column(name) for name in _ROW_FIELDS}
+        cols = {name: self.column(name) for name in ROW_FIELDS}
         out = []
         for i in range(len(self)):
             rec: dict[str, Any] = {}
-            for name in _ROW_FIELDS:
+            for name in ROW_FIELDS:
                 v = cols[name][i]
                 rec[name] = v.item() if hasattr(v, "item") else v
             out.append(rec)
@@ -254,13 +218,13 @@ class LMDataset:
         """Rows matching every given filter (each a value or a list of values), as a view."""
         mask = np.ones(len(self), dtype=bool)
         if draft is not None:
-            mask &= _match(self.column("draft"), draft)
+            mask &= match(self.column("draft"), draft)
         if temperature is not None:
-            mask &= _match(self.column("temperature"), temperature, numeric=True)
+            mask &= match(self.column("temperature"), temperature, numeric=True)
         if domain is not None:
-            mask &= _match(self.column("domain"), domain)
+            mask &= match(self.column("domain"), domain)
         if prompt_id is not None:
-            mask &= _match(self.column("prompt_id"), prompt_id)
+            mask &= match(self.column("prompt_id"), prompt_id)
         sel = np.flatnonzero(mask)
         if rows is not None:
             r = np.asarray(rows)

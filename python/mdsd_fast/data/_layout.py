@@ -1,5 +1,5 @@
-"""The row layout of an :class:`~mdsd_fast.data.LMDataset`: its consistency rules and the
-compaction of a view.
+"""The row layout of an :class:`~mdsd_fast.data.LMDataset`: its row fields, its consistency rules,
+the compaction of a view and the matching of a selection.
 
 A *context* holds a run of ascending token ids and the target's values on them
 (``ctx_offsets`` into ``token_ids`` / ``p_values``); a *row* points to its context and holds the
@@ -11,9 +11,11 @@ drafts dropped, ready for ``_format.encode``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 if TYPE_CHECKING:
     from ._dataset import LMDataset
@@ -89,3 +91,41 @@ def compact(ds: LMDataset) -> dict[str, Any]:
         draft_specs=ds._draft_specs[drafts_used],
         info=ds.info,
     )
+
+
+#: Row fields available through LMDataset.column() and in every .meta record.
+ROW_FIELDS = (
+    "row",
+    "context",
+    "draft",
+    "temperature",
+    "domain",
+    "prompt_id",
+    "position",
+    "token",
+    "p_truncation",
+    "q_truncation",
+    "p_quantization",
+    "q_quantization",
+    "n_tokens",
+)
+
+
+def as_str_array(values: Sequence[str]) -> NDArray[np.str_]:
+    arr = np.asarray(list(values), dtype=str)
+    if arr.size == 0:
+        arr = np.zeros(0, dtype="<U1")
+    return arr
+
+
+def match(values: NDArray[Any], wanted: Any, *, numeric: bool = False) -> NDArray[np.bool_]:
+    if isinstance(wanted, (str, bytes)) or not isinstance(wanted, Iterable):
+        wanted = [wanted]
+    wanted = list(wanted)
+    mask = np.zeros(values.shape[0], dtype=bool)
+    for w in wanted:
+        if numeric:
+            mask |= np.isclose(values.astype(np.float64), float(w), rtol=0.0, atol=1e-9)
+        else:
+            mask |= values == w
+    return mask
