@@ -22,24 +22,9 @@ _V = TypeVar("_V", bound="VerifierFacts")
 
 
 class VerifierFacts:
-    """What a lossless verifier verifies: its draft schemes and numbers of drafts (base of :class:`Verifier`).
-
-    Attributes
-    ----------
-    name : registry name.
-    scheme : draft scheme used when ``scheme=`` is not given ("iid", "wor", "greedy" or, for
-        SpecHub, "spechub", its own pair law).
-    schemes : the schemes it accepts.
-    optimal_scheme : scheme of ``optimal_acceptance`` whose alpha* bounds this verifier.
-    fixed_n : the only number of drafts it handles, or None.
-    n_min, n_max : the number of drafts it handles.
-    report_schemes : the schemes under which the gap report lists it.
-    exact_route : how its exact acceptance is computed.
-    source : the papers it comes from (set by :class:`Verifier`).
-
-    Every attribute but ``source`` comes from the C++ core's verifier table
-    (``_core.verifiers.table()``), the one table the registry, this module and the report read.
-    """
+    """What a lossless verifier verifies: its draft schemes and numbers of drafts, as the C++ core's
+    verifier table (``_core.verifiers.table()``) states them. :class:`~mdsd_fast.Verifier` (the
+    registry's objects) adds the methods that run it; its docstring lists the attributes."""
 
     name: str = ""
     scheme: str = "iid"
