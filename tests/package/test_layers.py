@@ -12,7 +12,8 @@ The layers, highest first (``|`` separates independent peers, which may not impo
     data | limits | _render | _isa | _version | _torch
     _core | _cpu | _core_avx2 (compiled)
 
-A module may import modules of its own room (subpackage) and of any lower line. The face, its two
+A module may import modules of its own room (subpackage) and of any lower line; the C++ headers
+follow the same rule over their folders (``CPP_LAYERS``). The face, its two
 documented aliases (``constraints``, ``sparse``) and ``__main__`` are imported by nothing inside the
 package. The graph is read from the source: every ``import`` statement that runs, deferred ones
 inside functions included, so the test needs no import of the package and cannot be fooled by an
@@ -174,3 +175,36 @@ def test_face_imports_only_what_it_exports() -> None:
     """The face is the top: it may import any room (that is its job), and nothing imports it."""
     importers = [m for m, ts in GRAPH.items() if m not in FACE and any(t in FACE for t in ts)]
     assert importers == []
+
+
+#: The C++ core's folders under cpp/include/mdsd/, highest first; a header includes only its own
+#: folder's headers and lower lines (peers on one line do not include each other).
+CPP_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("engines", "trees"),
+    ("verifiers", "intervals"),
+    ("bound",),
+    ("race", "inputs"),
+    ("core",),
+)
+CPP = PKG.parents[1] / "cpp" / "include" / "mdsd"
+
+
+def _cpp_layer(folder: str) -> int:
+    for i, line in enumerate(CPP_LAYERS):
+        if folder in line:
+            return len(CPP_LAYERS) - i
+    raise KeyError(f"cpp/include/mdsd/{folder}/ has no layer: add it to CPP_LAYERS")
+
+
+def test_cpp_includes_point_down() -> None:
+    headers = sorted(CPP.rglob("*.hpp"))
+    assert len(headers) > 40  # the scan sees the headers
+    bad = []
+    for h in headers:
+        room = h.relative_to(CPP).parts[0]
+        for i, line in enumerate(h.read_text().splitlines(), 1):
+            if line.startswith('#include "mdsd/'):
+                target = line.split('"')[1].split("/")[1]
+                if target != room and _cpp_layer(target) >= _cpp_layer(room):
+                    bad.append(f"{h.relative_to(CPP)}:{i} includes {target}/")
+    assert bad == [], bad
