@@ -13,9 +13,9 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-from test_direct_input import _rows, bad_cases
 
 import mdsd_fast as mf
+from cases import bad_cases, direct_rows
 from mdsd_fast import _core
 from mdsd_fast.inputs.pairs import as_pair
 
@@ -36,7 +36,7 @@ def _message(f: Callable[[], object]) -> str:
 @pytest.mark.parametrize("scheme,n", SCHEMES)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_equals_the_validated_route_bit_for_bit(scheme: str, n: int, dtype: type) -> None:
-    P, Q = _rows(12, 3000, 21 + n)
+    P, Q = direct_rows(12, 3000, 21 + n)
     Q[3, :40] = 0.0  # zeros in q (and p's mass there): the support and the certificate skip them
     P[5, 100:140] = 0.0
     Q[3] /= Q[3].sum()
@@ -55,7 +55,7 @@ def test_equals_the_validated_route_bit_for_bit(scheme: str, n: int, dtype: type
 
 
 def test_threads_and_chunks_do_not_matter() -> None:
-    P, Q = _rows(40, 2000, 8)
+    P, Q = direct_rows(40, 2000, 8)
     a1 = mf.optimal_acceptance(P, Q, 4, threads=1)
     a2 = mf.optimal_acceptance(P, Q, 4, threads=2)
     parts = np.concatenate([mf.optimal_acceptance(P[i : i + 7], Q[i : i + 7], 4, threads=2) for i in range(0, 40, 7)])
@@ -65,7 +65,7 @@ def test_threads_and_chunks_do_not_matter() -> None:
 def test_a_one_ulp_change_of_the_rows_is_seen() -> None:
     """Negative control: multiplying by 1/sum instead of dividing moves some normalised entries by
     an ulp, and alpha* on some rows with them; the bit-for-bit comparison above would catch that."""
-    P, Q = _rows(64, 3000, 3)
+    P, Q = direct_rows(64, 3000, 3)
     want = mf.optimal_acceptance(P, Q, 4)
     Pm = P * (1.0 / P.sum(axis=1, keepdims=True))
     Qm = Q * (1.0 / Q.sum(axis=1, keepdims=True))
@@ -74,7 +74,7 @@ def test_a_one_ulp_change_of_the_rows_is_seen() -> None:
 
 
 def test_bad_input_is_named_as_the_validated_route_names_it() -> None:
-    P, Q = _rows(6, 500, 13)
+    P, Q = direct_rows(6, 500, 13)
     for Pc, Qc, want in bad_cases(P, Q):
         for scheme in ("iid", "wor"):
             got = _message(lambda Pc=Pc, Qc=Qc, s=scheme: mf.optimal_acceptance(Pc, Qc, 2, scheme=s))

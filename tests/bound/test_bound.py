@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import mdsd_fast as mf
+from cases import exact_wor_levels, levels_case
 from reference import brute_alpha, q_of, random_case, set_law, tuple_law
 
 SCHEMES = ("iid", "wor", "greedy")
@@ -148,52 +149,12 @@ def test_invariants_large(V: int) -> None:
         assert mf.optimal_acceptance(p, p, 3, s) == pytest.approx(1.0, abs=1e-12)
 
 
-def _levels_case(V: int, seed: int):
-    """q takes three values (masses 0.5 / 0.3 / 0.2 on 20 / 3000 / rest tokens): Q_wor of any set
-    depends only on how many tokens of each level it holds, so it has an exact small DP."""
-    rng = np.random.default_rng(seed)
-    counts = np.array([20, 3000, V - 3020])
-    level = np.repeat(np.arange(3), counts)
-    c = np.array([0.5, 0.3, 0.2]) / counts
-    q = c[level]
-    p = rng.dirichlet(np.full(V, 0.3))
-    p = 0.5 * p + 0.5 * q * rng.uniform(0.2, 3.0, V)
-    p /= p.sum()
-    return p, q, level, c
-
-
-def _exact_wor_levels(p, q, level, c, n):
-    """1 + min over ratio prefixes of p(H) - Q_wor(H), Q by a DP over per-level draw counts."""
-    order = np.argsort(p / q, kind="stable")
-    P = np.concatenate([[0.0], np.cumsum(p[order])])
-    m = np.zeros((3, len(order) + 1))
-    for j in range(3):
-        m[j, 1:] = np.cumsum(level[order] == j)
-    # prob[state] for states = draw counts (d0, d1, d2), vectorised over prefixes
-    from itertools import product
-
-    prob = {(0, 0, 0): np.ones(len(order) + 1)}
-    for _ in range(n):
-        nxt: dict[tuple[int, int, int], np.ndarray] = {}
-        for d, pr in prob.items():
-            used = sum(d[j] * c[j] for j in range(3))
-            for j in range(3):
-                take = np.clip(m[j] - d[j], 0, None) * c[j] / (1.0 - used)
-                d2 = tuple(d[i] + (i == j) for i in range(3))
-                nxt[d2] = nxt.get(d2, 0.0) + pr * take
-        prob = nxt
-    Q = sum(prob.values())
-    F = P - Q
-    del product
-    return min(1.0, 1.0 + float(F.min()))
-
-
 @pytest.mark.parametrize("n", [2, 3, 4, 5, 6, 7, 8])
 def test_wor_exact_at_262k(n: int) -> None:
     """wor at V = 262,144 against an exact level-count DP: 1e-9 absolute."""
     V = 262_144
-    p, q, level, c = _levels_case(V, n)
-    want = _exact_wor_levels(p, q, level, c, n)
+    p, q, level, c = levels_case(V, n)
+    want = exact_wor_levels(p, q, level, c, n)
     got = mf.optimal_acceptance(p, q, n, "wor")
     assert got == pytest.approx(want, abs=1e-9)
     if n == 2:

@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 import pytest
-from test_verifiers_stats import LEVEL, STEPS, chi2_pvalue
 
 import mdsd_fast as mf
 from mdsd_fast.verifiers.run import _prepare
 from reference import brute_alpha, q_of, random_case, set_law, tuple_law
+from stats import LEVEL, STEPS, chi2_pvalue
 
 
 def _schemes(n: int) -> list[str]:

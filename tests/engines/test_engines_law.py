@@ -14,12 +14,12 @@ import math
 
 import numpy as np
 import pytest
-from test_verifiers_stats import chi2_pvalue, chi2_sf
 
 import mdsd_fast as mf
 from engine_reference import ref_vllm
 from mdsd_fast import _core
 from mdsd_fast.engines import rejection_sample, tree_speculative_sampling
+from stats import chi2_pvalue, chi2_sf
 
 LEVEL = 1e-6
 STEPS = 30_000

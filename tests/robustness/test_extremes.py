@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_bound import _exact_wor_levels, _levels_case
 
 import mdsd_fast as mf
+from cases import exact_wor_levels, levels_case
 from reference import brute_alpha, set_law, tuple_law
 
 SCHEMES = ("iid", "wor", "greedy")
@@ -275,8 +275,8 @@ def test_v262k_wor_n8_with_subnormal_tail() -> None:
     (before the fix: a 3-node grid and a wrong value)."""
     V = 262_144
     m = 16
-    p0, q0, level, c = _levels_case(V - m, 8)
-    want = _exact_wor_levels(p0, q0, level, c, 8)
+    p0, q0, level, c = levels_case(V - m, 8)
+    want = exact_wor_levels(p0, q0, level, c, 8)
     p = np.concatenate([p0 * (1 - m * 1e-12), np.full(m, 1e-12)])
     q = np.concatenate([q0, np.full(m, 1e-310)])
     got = mf.optimal_acceptance(p, q, 8, "wor")

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from test_verifiers_stats import LEVEL, chi2_pvalue
 
 import mdsd_fast as mf
 from mdsd_fast import _core
 from mdsd_fast.inputs.pairs import as_pair
 from mdsd_fast.verifiers.run import _prepare
 from reference import random_case, tuple_law
+from stats import LEVEL, chi2_pvalue
 
 ROUTES = [("sd", "iid"), ("rrs", "iid"), ("rrs-wor", "wor"), ("kseq", "iid"), ("optimal", "iid")]
 

@@ -11,22 +11,12 @@ import numpy as np
 import pytest
 
 import mdsd_fast as mf
+from cases import bad_cases, direct_rows
 from mdsd_fast import _core
 from mdsd_fast.inputs.pairs import as_pair
 from mdsd_fast.verifiers.run import _prepare
 
 DIRECT = [("sd", 1), ("rrs", 3), ("rrs-wor", 3), ("kseq", 4), ("optimal", 4)]
-
-
-def _rows(B: int, V: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """LLM-like rows (softmax of heavy logits, the draft a noisy copy), left slightly unnormalised."""
-    rng = np.random.default_rng(seed)
-    L = rng.standard_normal((B, V)) * 3.0
-    P = np.exp(L - L.max(axis=1, keepdims=True))
-    Q = np.exp(L + rng.standard_normal((B, V)) - L.max(axis=1, keepdims=True))
-    P *= (1 + 3e-5) / P.sum(axis=1, keepdims=True)
-    Q *= (1 - 2e-5) / Q.sum(axis=1, keepdims=True)
-    return P, Q
 
 
 def _drafts(name: str, P: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
@@ -36,7 +26,7 @@ def _drafts(name: str, P: np.ndarray, Q: np.ndarray, n: int) -> np.ndarray:
 @pytest.mark.parametrize("name,n", DIRECT)
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_law_on_raw_rows_equals_the_plan(name: str, n: int, dtype: type) -> None:
-    P, Q = _rows(3, 6000, 5)
+    P, Q = direct_rows(3, 6000, 5)
     P, Q = P.astype(dtype), Q.astype(dtype)
     for r in range(P.shape[0]):
         T = _drafts(name, P[r : r + 1].repeat(6, 0), Q[r : r + 1].repeat(6, 0), n)
@@ -51,7 +41,7 @@ def test_law_on_raw_rows_equals_the_plan(name: str, n: int, dtype: type) -> None
 
 @pytest.mark.parametrize("name,n", DIRECT)
 def test_float32_is_its_float64_widening(name: str, n: int) -> None:
-    P, Q = _rows(40, 3000, 7)
+    P, Q = direct_rows(40, 3000, 7)
     P32, Q32 = P.astype(np.float32), Q.astype(np.float32)
     d = _drafts(name, P32, Q32, n)
     a = mf.verify(name, P32, Q32, d, rng=11)
@@ -64,7 +54,7 @@ def test_float32_is_its_float64_widening(name: str, n: int) -> None:
 
 @pytest.mark.parametrize("name,n", DIRECT)
 def test_threads_chunks_and_order_do_not_matter(name: str, n: int) -> None:
-    P, Q = _rows(24, 2000, 9)
+    P, Q = direct_rows(24, 2000, 9)
     d = _drafts(name, P, Q, n)
     ids = np.arange(1000, 1024)
     one = mf.verify(name, P, Q, d, rng=3, threads=1, row_ids=ids)
@@ -83,28 +73,9 @@ def _message(f) -> str:  # type: ignore[no-untyped-def]
     return str(exc.value)
 
 
-def bad_cases(P: np.ndarray, Q: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, str]]:
-    """(p, q, the start of the message naming the problem) for broken copies of 6 rows of P, Q."""
-    cases = []
-    for arr, row, value in (("p", 3, np.nan), ("q", 2, np.inf), ("p", 1, -0.25), ("q", 4, -1e-3)):
-        P2, Q2 = P.copy(), Q.copy()
-        (P2 if arr == "p" else Q2)[row, 17] = value
-        cases.append((P2, Q2, f"{arr}: row {row}"))
-    P2 = P.copy()
-    P2[5] *= 1.01
-    cases.append((P2, Q, "p: row 5 sums to 1.01"))
-    Q2 = Q.copy()
-    Q2[0] = 0.0
-    cases.append((P, Q2, "q: row 0 sums to 0"))
-    P2, Q2 = P.copy(), Q.copy()  # both broken: p is named first, as as_pair checks it first
-    P2[4, 0], Q2[1, 0] = np.nan, np.nan
-    cases.append((P2, Q2, "p: row 4 contains NaN"))
-    return cases
-
-
 @pytest.mark.parametrize("name,n", DIRECT)
 def test_bad_input_is_named_as_the_planned_route_names_it(name: str, n: int) -> None:
-    P, Q = _rows(6, 500, 13)
+    P, Q = direct_rows(6, 500, 13)
     d = _drafts(name, P, Q, n)
     for Pc, Qc, want in bad_cases(P, Q):
         got = _message(lambda Pc=Pc, Qc=Qc: mf.verify(name, Pc, Qc, d))
@@ -133,9 +104,9 @@ def test_kseq_direct_is_lossless_at_full_vocabulary() -> None:
     control: the planned kseq with the classic bug (every rejection resampled from p) fails the
     same test on the same row. Power, measured over 20 seeds each: the bug gave p < 1e-150 in 20
     of 20, the direct route p > 0.009 in 20 of 20."""
-    from test_verifiers_stats import LEVEL, chi2_pvalue
+    from stats import LEVEL, chi2_pvalue
 
-    P, Q = _rows(1, 4096, 21)
+    P, Q = direct_rows(1, 4096, 21)
     p2, q2, _ = as_pair(P[0], Q[0])
     p, q = p2[0], q2[0]
     B = 20_000

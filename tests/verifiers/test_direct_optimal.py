@@ -13,15 +13,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from test_direct import _row
-from test_direct_input import _rows
-from test_verifiers_stats import LEVEL, chi2_pvalue
 
 import mdsd_fast as mf
+from cases import direct_rows
 from mdsd_fast import _core
 from mdsd_fast.inputs.args import _seed
 from mdsd_fast.inputs.pairs import as_pair
 from mdsd_fast.verifiers.given_drafts import _verify_planned
 from mdsd_fast.verifiers.run import _prepare
+from stats import LEVEL, chi2_pvalue
 
 
 def _iid_drafts(P: np.ndarray, Q: np.ndarray, n: int, seed: int) -> np.ndarray:
@@ -43,7 +43,7 @@ def _same_as_planned(P: np.ndarray, Q: np.ndarray, d: np.ndarray, seed: int, rej
 
 @pytest.mark.parametrize("n", [1, 2, 4, 8])
 def test_same_seed_as_the_plan_on_random_rows(n: int) -> None:
-    P, Q = _rows(48, 4000, 40 + n)
+    P, Q = direct_rows(48, 4000, 40 + n)
     _same_as_planned(P, Q, _iid_drafts(P, Q, n, n), 7 + n, rejects=n <= 4)  # n = 8 accepts all 48
 
 
@@ -59,7 +59,7 @@ def test_same_seed_as_the_plan_on_shipped_rows() -> None:
 def test_rows_with_an_empty_residual() -> None:
     """p = q (alpha* = 1, the residual empty up to rounding): the route falls back to p where the
     plan does, and outputs a drafted token on every row."""
-    P, _ = _rows(16, 300, 3)
+    P, _ = direct_rows(16, 300, 3)
     P = P / P.sum(axis=1, keepdims=True)
     d = _iid_drafts(P, P, 3, 5)
     tok, acc = mf.verify("optimal", P, P, d, rng=1)
@@ -75,7 +75,7 @@ def test_rows_with_an_empty_residual() -> None:
 def test_the_route_is_taken_where_it_applies() -> None:
     """mf.verify is the direct kernel for scheme "iid" (given or default); "wor" and mixed schemes
     keep the plan route (V = 12: the without-replacement plan is certified)."""
-    P, Q = _rows(6, 12, 8)
+    P, Q = direct_rows(6, 12, 8)
     d = _iid_drafts(P, Q, 3, 2)
     P2, Q2, _ = as_pair(P, Q)
     want = _core.verifiers.verify_direct("optimal", P2, Q2, d, _seed(4), 1)
@@ -115,7 +115,7 @@ def test_lossless_with_a_negative_control() -> None:
 def test_untouched_windows_change_the_exact_law() -> None:
     """The exact-law counterpart of the control: on an LLM-like row the untouched windows give a
     law given the tuple far from the plan's, and their average over tuples is not p."""
-    P, Q = _rows(1, 400, 12)
+    P, Q = direct_rows(1, 400, 12)
     p, q = (x[0] for x in as_pair(P, Q)[:2])
     batch, _ = _prepare("optimal", p, q, 2, None, 1)
     ts = np.random.default_rng(1).choice(p.size, size=(200, 2), p=q)

@@ -27,11 +27,11 @@ import math
 
 import numpy as np
 import pytest
-from test_verifiers_stats import chi2_pvalue, chi2_sf
 
 import mdsd_fast as mf
 from mdsd_fast.verifiers.run import _prepare
 from reference import random_case, tuple_law
+from stats import chi2_pvalue, chi2_sf
 
 LAW_TOL = 1e-10
 ACC_TOL = 1e-9
