@@ -9,7 +9,7 @@ The layers, highest first (``|`` separates independent peers, which may not impo
     verifiers | intervals
     bound | logs
     inputs
-    data | limits | _render | _isa | _version | _torch
+    data | limits | _render | _isa | _version | _torch | _workers
     _core | _cpu | _core_avx2 (compiled)
 
 A module may import modules of its own room (subpackage) and of any lower line; the C++ headers
@@ -38,7 +38,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("verifiers", "intervals"),
     ("bound", "logs"),
     ("inputs",),
-    ("data", "limits", "_render", "_isa", "_version", "_torch"),
+    ("data", "limits", "_render", "_isa", "_version", "_torch", "_workers"),
     ("_core", "_cpu", "_core_avx2"),
 )
 #: Modules that only the face imports: the face itself, its documented aliases and ``python -m``.

@@ -274,10 +274,11 @@ def _run_units(
                     fut.result()
                     bar.update(of[fut.key])
         elif workers > 1:
-            from concurrent.futures import ProcessPoolExecutor
             from concurrent.futures import as_completed as done
 
-            with ProcessPoolExecutor(max_workers=workers) as pool:
+            from .._workers import pool as worker_pool
+
+            with worker_pool(workers) as pool:
                 futs = {pool.submit(compute, u, cfg, out_dir): u for u in units}
                 for f in done(futs):
                     f.result()
