@@ -12,11 +12,13 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mdsd/core/parallel.hpp"
 #include "mdsd/core/rng.hpp"
 #include "mdsd/verifiers/planless/batch.hpp"
+#include "mdsd/verifiers/planless/exact.hpp"
 #include "mdsd/verifiers/registry.hpp"
 #include "raw_pair.hpp"
 #include "row_keys.hpp"
@@ -177,6 +179,89 @@ py::array_t<double> law_direct(const std::string& name, const py::array& p, cons
                     wor, untouched);
 }
 
+// Exact acceptance of a closed-form verifier for every row of (B, V) p, q (planless/exact.hpp):
+// (acc[B], None), or (None, (0, status, side, row, value)) for an invalid row (as verify_direct),
+// or (None, (1, row, support, 0, 0)) for a row whose q has too few tokens with q > 0 for the
+// scheme's deterministic drafts. prepared: p, q are already validated, normalised float64 rows
+// (as_pair's output), read in place; otherwise each raw row is validated and normalised in its
+// own pass (divided by its exact sum: as_pair's rows bit for bit).
+template <class T>
+void closed_rows(d::Closed kind, const T* pp, const T* qq, int64_t B, int64_t V, int n, double tol, bool prepared,
+                 const int64_t* ids, int64_t vocab, int threads, double* acc, std::vector<d::RowCheck>& rchk,
+                 std::vector<int64_t>& short_of) {
+    py::gil_scoped_release nogil;
+    mdsd::parallel_rows<d::ClosedScratch>(B, threads, [&](int64_t i, d::ClosedScratch& ws) {
+        const double *p = nullptr, *q = nullptr;
+        int64_t len = V;
+        if constexpr (std::is_same_v<T, double>) {
+            if (prepared && ids) {  // a row on its union support, scattered back to the vocabulary
+                ws.row.p.assign(static_cast<std::size_t>(vocab), 0.0);
+                ws.row.q.assign(static_cast<std::size_t>(vocab), 0.0);
+                for (int64_t j = 0; j < V; ++j) {
+                    const int64_t id = ids[i * V + j];
+                    if (id < 0) continue;  // padding
+                    ws.row.p[id] = pp[i * V + j];
+                    ws.row.q[id] = qq[i * V + j];
+                }
+                p = ws.row.p.data();
+                q = ws.row.q.data();
+                len = vocab;
+            } else if (prepared) {
+                p = pp + i * V;
+                q = qq + i * V;
+            }
+        }
+        if (!prepared || !std::is_same_v<T, double>) {
+            if (!d::normalise_pair(pp + i * V, qq + i * V, V, tol, ws.row, rchk[i], true)) return;
+            p = ws.row.p.data();
+            q = ws.row.q.data();
+        }
+        int64_t support = 0;
+        acc[i] = d::closed_form(kind, p, q, len, n, ws, support);
+        if (acc[i] < 0.0) short_of[i] = support;
+    });
+}
+
+py::tuple exact_closed(const std::string& name, const py::array& p, const py::array& q, int n, double tol, int threads,
+                       bool prepared, const py::object& ids_obj, int64_t vocab) {
+    d::Closed kind;
+    if (!d::parse_closed(name, kind))
+        throw std::invalid_argument("name: no closed form for '" + name +
+                                    "' (closed forms: 'sd', 'rrs', 'kseq', 'greedy', 'topk', 'spechub')");
+    const int fk = float_kind(p, q, 2);
+    if (n < 1 || n > mdsd::limits::kMaxDrafts) throw std::invalid_argument("n: out of range");
+    if (prepared && fk != 2) throw std::invalid_argument("p, q: prepared rows are float64");
+    const int64_t B = p.shape(0), V = p.shape(1);
+    I64 ids;
+    if (!ids_obj.is_none()) {
+        if (!prepared) throw std::invalid_argument("ids: only with prepared rows");
+        ids = ids_obj.cast<I64>();
+        if (ids.ndim() != 2 || ids.shape(0) != B || ids.shape(1) != V)
+            throw std::invalid_argument("ids: expected shape (B, V) of p and q");
+        if (vocab < 1 || vocab > mdsd::limits::kMaxVocab) throw std::invalid_argument("vocab: out of range");
+        for (int64_t k = 0; k < B * V; ++k)
+            if (ids.data()[k] >= vocab) throw std::invalid_argument("ids: an id at or above vocab");
+    }
+    py::array_t<double> acc(B);
+    std::vector<d::RowCheck> rchk(static_cast<std::size_t>(B));
+    std::vector<int64_t> short_of(static_cast<std::size_t>(B), -1);
+    const int64_t* id = ids_obj.is_none() ? nullptr : ids.data();
+    if (fk == 1)
+        closed_rows(kind, static_cast<const float*>(p.data()), static_cast<const float*>(q.data()), B, V, n, tol,
+                    prepared, id, vocab, threads, acc.mutable_data(), rchk, short_of);
+    else
+        closed_rows(kind, static_cast<const double*>(p.data()), static_cast<const double*>(q.data()), B, V, n, tol,
+                    prepared, id, vocab, threads, acc.mutable_data(), rchk, short_of);
+    for (int side = 0; side < 2; ++side)
+        for (int64_t i = 0; i < B; ++i)
+            if (rchk[i].status[side] != mdsd::validate::kOk)
+                return py::make_tuple(py::none(),
+                                      py::make_tuple(0, rchk[i].status[side], side, i, rchk[i].value[side]));
+    for (int64_t i = 0; i < B; ++i)
+        if (short_of[i] >= 0) return py::make_tuple(py::none(), py::make_tuple(1, i, short_of[i], 0, 0));
+    return py::make_tuple(acc, py::none());
+}
+
 }  // namespace
 
 void register_verifiers(py::module_& m) {
@@ -240,6 +325,14 @@ void register_verifiers(py::module_& m) {
           "'optimal' with i.i.d. drafts),\n"
           "validating and normalising each row in its own pass: (token[B], accepted[B], None), or\n"
           "(None, None, (status, side, row, value)) for invalid input (status as normalize_rows).");
+    m.def("exact_closed", &exact_closed, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"),
+          py::arg("tol") = 1e-4, py::arg("threads") = 0, py::arg("prepared") = false, py::arg("ids") = py::none(),
+          py::arg("vocab") = 0,
+          "Exact acceptance of 'sd', 'rrs', 'kseq', 'greedy', 'topk' or 'spechub' for every row of (B, V) p, q by\n"
+          "its closed form, without a plan: (acc[B], None), (None, (0, status, side, row, value)) for an invalid\n"
+          "row, or (None, (1, row, support, 0, 0)) when q has too few tokens with q > 0. prepared=True: p, q are\n"
+          "as_pair's validated float64 rows, read in place; with ids (B, V) int64 (-1: padding), rows on their\n"
+          "union support, scattered into a row of `vocab` entries (the dense rows' bits).");
     m.def("law_direct", &law_direct, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("tuples"),
           py::arg("tol") = 1e-4, py::arg("untouched") = false,
           "Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V).\n"

@@ -42,8 +42,9 @@ from numpy.typing import ArrayLike, NDArray
 from .. import _core
 from ..bound.lp import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 from ..inputs.args import MAX_SAMPLES, _row_ids, _samples, _seed, _threads, _work_budget
-from ..inputs.pairs import pair_rows
-from ..inputs.rules import check_bool, check_n, check_support
+from ..inputs.pairs import pair_rows, raw_batch, raw_rows
+from ..inputs.rules import SUM_TOL, check_bool, check_n, check_pair_shapes, check_support, raise_row_error
+from ..inputs.sparse import is_sparse, sparse_vocab
 from ..limits import WOR_WORK_BUDGET
 from .table import VerifierFacts, lookup
 
@@ -129,6 +130,48 @@ def _prepare_rows(
     return _core.verifiers.VerifierBatch(v.name, p2, q2, n, sch, lp, _threads(threads), budget)
 
 
+#: Verifiers whose exact acceptance is a closed form or a per-row formula: computed in one
+#: validated pass over each row (cpp/include/mdsd/verifiers/planless/exact.hpp), never from a plan.
+CLOSED_FORMS = ("sd", "rrs", "kseq", "greedy", "topk", "spechub")
+
+
+def _sparse(x: Any) -> bool:
+    return type(x) is not np.ndarray and is_sparse(x)
+
+
+#: Most bytes the closed forms of sparse rows may hold per thread: each row is scattered back into
+#: a dense row of the vocabulary (so that it gives the dense rows' bits); above this, a plan.
+SCATTER_BYTES = 2**28
+
+
+def _closed(
+    v: VerifierFacts,
+    scheme: str | None,
+    p: Any,
+    q: Any,
+    n: int,
+    threads: Any,
+    prepared: bool,
+    ids: NDArray[np.int64] | None = None,
+    vocab: int = 0,
+) -> Any:
+    """Exact acceptance of a closed-form verifier without a plan: an array (B,) for (B, V) rows,
+    or None where the plan route must answer (another verifier or scheme, or a q short of tokens
+    for the scheme's deterministic drafts, which that route names). ``ids``: the vocabulary id of
+    each column of rows on their union support (sparse input), ``vocab`` their V."""
+    if v.name not in CLOSED_FORMS or (scheme is not None and v.resolve_scheme(scheme) != v.scheme):
+        return None
+    if ids is not None and 16 * vocab > SCATTER_BYTES:
+        return None
+    out, err = _core.verifiers.exact_closed(v.name, p, q, n, SUM_TOL, _threads(threads), prepared, ids, vocab)
+    if err is None:
+        return out
+    if err[0] == 0:
+        _, status, side, r, value = err
+        raise_row_error("pq"[side], status, r, value, (p, q)[side])
+    return None
+
+
 def _acceptance_rows(
     name: str,
     p2: NDArray[np.float64],
@@ -146,7 +189,12 @@ def _acceptance_rows(
     """:func:`acceptance` on validated (B, V) arrays (``as_pair``'s output), for callers that
     evaluate many verifiers on the same rows (the gap report): arrays of shape (B,)."""
     v = lookup(name)
-    batch = _prepare_rows(v, v.resolve_scheme(scheme), check_n(n), p2, q2, threads, work_budget)
+    n = check_n(n)
+    if exact:
+        out = _closed(v, scheme, p2, q2, v.check_n(n), threads, True)
+        if out is not None:
+            return out
+    batch = _prepare_rows(v, v.resolve_scheme(scheme), n, p2, q2, threads, work_budget)
     if exact:
         return batch.exact(EXACT_BUDGET, _threads(threads))
     ids = _row_ids(row_ids, batch.B)
@@ -200,6 +248,29 @@ def acceptance(
     exact = check_bool("exact", exact)
     if not exact:
         samples = _samples(samples, minimum=1)
+    elif isinstance(name, str) and name in CLOSED_FORMS and (_sparse(p) or _sparse(q)):
+        v = lookup(name)  # sparse rows: on their union support, with the dense rows' bits
+        nn = v.check_n(check_n(n))
+        _work_budget(work_budget)
+        p2, q2, batched, col_ids = pair_rows(p, q, threads=_threads(threads))
+        out = _closed(v, scheme, p2, q2, nn, threads, True, col_ids, sparse_vocab(p, q))
+        if out is not None:
+            return out if batched else float(out[0])
+    elif isinstance(name, str) and name in CLOSED_FORMS:
+        # The closed forms: one validated pass over the raw rows, no copy and no plan.
+        v = lookup(name)
+        nn = v.check_n(check_n(n))
+        _work_budget(work_budget)  # unused here, but named when wrong, as on the plan route
+        pr, qr = raw_rows("p", p), raw_rows("q", q)
+        check_pair_shapes(pr, qr)
+        batched = pr.ndim == 2 or qr.ndim == 2
+        if pr.ndim != qr.ndim or pr.dtype != qr.dtype:
+            pr, qr = raw_batch(pr, qr)
+        elif not batched:
+            pr, qr = pr[None], qr[None]
+        out = _closed(v, scheme, pr, qr, nn, threads, False)
+        if out is not None:
+            return out if batched else float(out[0])
     batch, batched = _prepare(name, p, q, n, scheme, threads, work_budget)
     if not exact:
         need = batch.B * -(-samples // 4096) * 8
