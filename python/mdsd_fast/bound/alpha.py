@@ -39,12 +39,15 @@ def _alpha_direct(
     ``as_pair`` bit for bit, so the results are the validated route's. None for sparse input (its
     union support takes the validated route) and when the kernel refused a valid row (too few
     tokens with q > 0 for the scheme: the validated route names the problem)."""
-    if is_sparse(p) or is_sparse(q):
+    if (type(p) is not np.ndarray and is_sparse(p)) or (type(q) is not np.ndarray and is_sparse(q)):
         return None
     pr, qr = raw_rows("p", p), raw_rows("q", q)
     check_pair_shapes(pr, qr)
     batched = pr.ndim == 2 or qr.ndim == 2
-    pr, qr = raw_batch(pr, qr)
+    if pr.ndim != qr.ndim or pr.dtype != qr.dtype:
+        pr, qr = raw_batch(pr, qr)
+    elif not batched:
+        pr, qr = pr[None], qr[None]  # views: one row is a batch of one
     alphas, certs, err = _core.bound.dual_direct(pr, qr, n, scheme, wor_method, certificate, threads, SUM_TOL)
     if err is not None:
         status, side, r, value = err

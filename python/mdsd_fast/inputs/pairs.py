@@ -15,16 +15,28 @@ from numpy.typing import NDArray
 
 from .. import _core
 from .logits import Logits
-from .rules import SUM_TOL, _as_float_array, _float_array, check_pair_shapes, raise_row_error
+from .rules import MAX_V, SUM_TOL, _as_float_array, _float_array, check_pair_shapes, raise_row_error
 from .sparse import SparseRows, is_sparse, sparse_rows, to_dense
 
 __all__ = ["as_distribution", "as_pair", "raw_rows", "raw_batch", "union_pair", "pair_rows"]
+
+
+#: The dtypes the C++ kernels read in place (native byte order).
+_NATIVE = (np.dtype(np.float64), np.dtype(np.float32))
 
 
 def raw_rows(name: str, x: Any) -> NDArray[Any]:
     """``x`` (1-D or 2-D) C-contiguous in its own float width and native byte order, its dtype and
     shape checked but its values not: for kernels that validate and normalise in their own pass
     (``_core.verifiers.verify_direct``), which report a broken rule for :func:`raise_row_error`."""
+    if (
+        type(x) is np.ndarray
+        and x.dtype in _NATIVE
+        and 1 <= x.ndim <= 2
+        and x.flags.c_contiguous
+        and 0 < x.shape[-1] <= MAX_V
+    ):
+        return x  # the common case, as it is: no copy and nothing else to check
     arr = _float_array(name, _sampled(name, x), (1, 2))
     return np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("="))
 
@@ -42,8 +54,8 @@ def raw_batch(pr: NDArray[Any], qr: NDArray[Any]) -> tuple[NDArray[Any], NDArray
 def _sampled(name: str, x: Any) -> Any:
     """A ``constraints.Logits`` becomes the distribution its engine samples from, a sparse or top-k
     input (``mdsd_fast.sparse``) a dense array; anything else passes through unchanged."""
-    from .sparse import is_sparse
-
+    if type(x) is np.ndarray:
+        return x
     if isinstance(x, Logits):
         return x.probabilities()
     return to_dense(name, x) if is_sparse(x) else x

@@ -1,8 +1,9 @@
 """Verification of draft tuples drawn by the caller: ``verify``.
 
-A 1-D pair or rows with one tuple each go through the plan-free route of the C++ core (one tuple per
+A 1-D pair with one tuple, or rows with one tuple each, go through the plan-free route of the C++ core (one tuple per
 row, no plan) for the verifiers that have one; anything else builds the verifier's plan for every row
-and verifies through it. Both give the same tokens for the same seed.
+and verifies through it. Both give the same output law (for a seed, a draw from the residual may
+pick another token: the plan-free route draws it in token-id order, a plan in ratio order).
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ def _verify_direct(
     row_ids: Any,
     work_budget: Any = None,
 ) -> Any:
-    """The engine case, one tuple per row of dense (B, V) p, q, for "sd", "rrs", "rrs-wor", "kseq"
+    """The engine case, one tuple per row of dense (B, V) p, q (or one tuple of a (V,) pair), for "sd", "rrs", "rrs-wor", "kseq"
     and "optimal" with i.i.d. drafts: no plan, and no validated copy of p and q either (the C++
     kernel validates and normalises each row in its own pass, float32 kept float32 until then).
     "optimal" cuts only the drafts' level windows, each from the levels left before it, with the
     plan's law given each tuple and the plan's draws for a seed. None where it does not apply."""
-    if not isinstance(name, str) or name not in _DIRECT or is_sparse(p) or is_sparse(q) or d.ndim != 2:
+    if not isinstance(name, str) or name not in _DIRECT or _sparse(p) or _sparse(q):
         return None
     v = lookup(name)
     if scheme is not None and v.resolve_scheme(scheme) != v.scheme:
@@ -51,25 +52,55 @@ def _verify_direct(
     _work_budget(work_budget)  # unused by these routes, but named when wrong, as on the planned route
     pr, qr = raw_rows("p", p), raw_rows("q", q)
     check_pair_shapes(pr, qr)
-    if pr.ndim == 1 and qr.ndim == 1:
-        return None  # one pair, many tuples: the prepared plan serves them all
+    one = pr.ndim == 1 and qr.ndim == 1
+    if one:
+        if d.ndim != 1:
+            return None  # one pair, many tuples: the prepared plan serves them all
+        pr, qr, d = pr[None], qr[None], d[None]  # one tuple: a batch of one row (views, no copy)
+    elif d.ndim != 2:
+        return None
     B, V = (pr if pr.ndim == 2 else qr).shape
     if d.shape[0] != B:
         return None  # the planned route says what is wrong
-    if d.size and (d.min() < 0 or d.max() >= V):
-        bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
-        raise ValueError(f"drafts: token id {bad} outside [0, {V})")
+    _check_range(d, V)
     v.check_n(check_n(d.shape[1]))
-    pr, qr = raw_batch(pr, qr)
+    if pr.ndim != qr.ndim or pr.dtype != qr.dtype:
+        pr, qr = raw_batch(pr, qr)
     d64 = np.ascontiguousarray(d, dtype=np.int64)
     ids = _row_ids(row_ids, B)
-    tokens, accepted, err = _core.verifiers.verify_direct(
-        name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL
-    )
+    try:
+        tokens, accepted, err = _core.verifiers.verify_direct(
+            name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL
+        )
+    except ValueError as exc:
+        if one:  # one tuple: no row to name
+            raise ValueError(str(exc).replace("drafts: row 0: ", "drafts: ", 1)) from None
+        raise
     if err is not None:
         status, side, r, value = err
         raise_row_error("pq"[side], status, r, value, (pr, qr)[side])
+    if one:
+        return int(tokens[0]), bool(accepted[0])
     return tokens, accepted
+
+
+def _sparse(x: Any) -> bool:
+    return type(x) is not np.ndarray and is_sparse(x)
+
+
+def _check_range(d: NDArray[Any], V: int) -> None:
+    """Every draft id in [0, V), compared in the input's own dtype or as Python ints (no int64
+    wrap-around of unsigned ids); a short tuple without numpy's reductions."""
+    if not d.size:
+        return
+    if d.size <= 64:
+        vals = d.ravel().tolist()
+        lo, hi = min(vals), max(vals)
+    else:
+        lo, hi = d.min(), d.max()
+    if lo < 0 or hi >= V:
+        bad = int(d[(d < 0) | (d >= V)].flat[0])
+        raise ValueError(f"drafts: token id {bad} outside [0, {V})")
 
 
 def _to_columns(d2: NDArray[np.int64], col_ids: NDArray[np.int64], rows: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -141,9 +172,7 @@ def _verify_planned(
     do not serve. ``d``: the output of ``_drafts``."""
     batch, batched, col_ids = _prepare_ids(name, p, q, d.shape[-1], scheme, threads, work_budget)
     V = batch.V if col_ids is None else sparse_vocab(p, q)
-    if d.size and (d.min() < 0 or d.max() >= V):
-        bad = int(d[(d < 0) | (d >= V)].flat[0])  # read in the input dtype: no int64 wrap-around
-        raise ValueError(f"drafts: token id {bad} outside [0, {V})")
+    _check_range(d, V)
     d = np.ascontiguousarray(d, dtype=np.int64)
     d2 = d if d.ndim == 2 else d[None, :]
     if batched and d2.shape[0] != batch.B:
