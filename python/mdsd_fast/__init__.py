@@ -50,18 +50,16 @@ trees
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._isa import load_core as _load_core
 
 _load_core()  # the build of the core this CPU runs best becomes mdsd_fast._core, before any import of it
 
-from . import _core, constraints, engines, limits, sparse, trees
+from . import _core, limits
 from ._version import __version__
-from .audit import AuditResult, audit
 from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
-from .data import LMDataset, from_arrays, load_dataset
-from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
 from .inputs import Logits, TopK
-from .intervals import acceptance_bounds
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,
@@ -73,6 +71,47 @@ from .verifiers import (
     verifiers,
     verify,
 )
+
+# Loaded on first use (PEP 562), so that `import mdsd_fast` costs little more than numpy: the trees, the audit, the engines' kernels, the datasets and the bounds from truncated logs.
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "LMDataset": ("data", "LMDataset"),
+    "load_dataset": ("data", "load_dataset"),
+    "from_arrays": ("data", "from_arrays"),
+    "constraints": ("constraints", None),
+    "sparse": ("sparse", None),
+    "engines": ("engines", None),
+    "trees": ("trees", None),
+    "rejection_sample": ("engines", "rejection_sample"),
+    "tree_speculative_sampling": ("engines", "tree_speculative_sampling"),
+    "TreeVerification": ("engines", "TreeVerification"),
+    "audit": ("audit", "audit"),
+    "AuditResult": ("audit", "AuditResult"),
+    "acceptance_bounds": ("intervals", "acceptance_bounds"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    spec = _LAZY.get(name)
+    if spec is None:
+        raise AttributeError(f"module 'mdsd_fast' has no attribute {name!r}")
+    import importlib
+
+    mod = importlib.import_module(f".{spec[0]}", __name__)
+    value = mod if spec[1] is None else getattr(mod, spec[1])
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
+    from . import constraints, engines, sparse, trees
+    from .audit import AuditResult, audit
+    from .data import LMDataset, from_arrays, load_dataset
+    from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
+    from .intervals import acceptance_bounds
 
 ISA: str = _core.ISA
 

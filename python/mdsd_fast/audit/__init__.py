@@ -16,6 +16,8 @@ default 1e-3 per audit). ``audit.registry_verifier(name)`` wraps a registry veri
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Iterable
 from typing import Any
 
@@ -119,3 +121,15 @@ class Audit:
 
 #: ``mdsd_fast.audit(verify, scheme, n, ...)``: see :meth:`Audit.__call__`.
 audit = Audit()
+
+
+class _CallableModule(types.ModuleType):
+    """The face loads the audit on first use, so an ``import mdsd_fast.audit`` that comes first
+    binds ``mdsd_fast.audit`` to this module rather than to :data:`audit`: calling the module then
+    calls the audit (``registry_verifier`` and ``suite`` are module attributes too)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> AuditResult:
+        return audit(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

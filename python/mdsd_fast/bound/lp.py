@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-import highspy
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
@@ -99,6 +98,8 @@ def _quiet_highs() -> Any:
     """A Highs object, built with the C-level stdout silenced: HiGHS prints its banner on construction."""
     import os
     import sys
+
+    import highspy  # on first use: `import mdsd_fast` does not load HiGHS
 
     with _construct_lock:
         try:
@@ -266,6 +267,8 @@ def solve_lp(
         status = "Optimal"
         alpha = 0.0
     else:
+        import highspy
+
         num_row = model.num_row  # assembles the CSC LP
         h = _highs()
         limit = float("inf") if time_limit is None else float(time_limit)
