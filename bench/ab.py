@@ -59,7 +59,9 @@ def build(src: Path, work: Path, baseline_only: bool) -> str:
     """Build src as a wheel and install it under work/site: a PYTHONPATH holding that build."""
     env = dict(os.environ, CMAKE_BUILD_PARALLEL_LEVEL=os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", "1"))
     cmd = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", work / "wheel", src]
-    sh(cmd + (["--config-settings=cmake.define.MDSD_AVX2=OFF"] if baseline_only else []), env=env)
+    # MDSD_ISA for this tree, MDSD_AVX2 for a base ref from before it (each ignores the other)
+    isa = ["MDSD_ISA=baseline", "MDSD_AVX2=OFF"] if baseline_only else ["MDSD_ISA=both"]
+    sh(cmd + [f"--config-settings=cmake.define.{d}" for d in isa], env=env)
     sh(
         [
             sys.executable,

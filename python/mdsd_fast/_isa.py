@@ -1,9 +1,10 @@
 """Which build of the C++ core this process runs: the AVX2 one where the CPU has it, else the baseline.
 
-The wheel (and a source build on x86-64 with GCC or Clang) holds two builds of the same core:
-``mdsd_fast._core`` (the baseline: SSE2 on x86-64) and ``mdsd_fast._core_avx2`` (the same sources
-compiled with ``-mavx2``: the kernels' lanes carry four doubles instead of two). Both give the same
-bits on every input; the AVX2 build is faster. Only one may be imported per process (both register
+The wheels hold two builds of the same core: ``mdsd_fast._core`` (the baseline: SSE2 on x86-64)
+and ``mdsd_fast._core_avx2`` (the same sources compiled with ``-mavx2``: the kernels' lanes carry
+four doubles instead of two). Both give the same bits on every input; the AVX2 build is faster. A
+source install compiles the core once, for the machine that builds it (CMake's ``MDSD_ISA=auto``:
+the AVX2 build where that machine runs AVX2, else the baseline); ``MDSD_ISA=both`` builds both. Only one may be imported per process (both register
 the same C++ types with pybind11), so :func:`load_core` decides before either is imported, asking the
 tiny ``mdsd_fast._cpu`` module what the CPU and OS can run, and installs the chosen build as
 ``mdsd_fast._core`` for every later import.
@@ -21,6 +22,19 @@ from types import ModuleType
 
 ENV = "MDSD_FAST_ISA"
 CHOICES = ("auto", "baseline", "avx2")
+
+
+def builds() -> tuple[str, ...]:
+    """The builds of the core this installation holds: "baseline" and/or "avx2"."""
+    import importlib.machinery
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    have = []
+    for isa, mod in (("baseline", "_core"), ("avx2", "_core_avx2")):
+        if any((here / (mod + sfx)).is_file() for sfx in importlib.machinery.EXTENSION_SUFFIXES):
+            have.append(isa)
+    return tuple(have)
 
 
 def cpu_has_avx2() -> bool:
@@ -54,5 +68,16 @@ def load_core() -> ModuleType:
             )
     mod = importlib.import_module("mdsd_fast._core")
     if getattr(mod, "__file__", None) is None:  # the stubs' folder mdsd_fast/_core/ alone: no compiled core
+        if want == "baseline" and "avx2" in builds():
+            raise ImportError(
+                f"{ENV}=baseline, but this installation has the AVX2 build alone (a source install compiles the "
+                "one its machine runs): reinstall with pip install . -C cmake.define.MDSD_ISA=both"
+            )
+        if "avx2" in builds():
+            raise ImportError(
+                "mdsd_fast was compiled for AVX2 alone (a source install builds the core once, for the machine "
+                "that compiles it), and this CPU or OS does not run AVX2 code: reinstall mdsd_fast on this "
+                "machine, or build both with pip install . -C cmake.define.MDSD_ISA=both"
+            )
         raise ImportError("mdsd_fast._core, the compiled core, is missing from this installation: reinstall mdsd_fast")
     return mod

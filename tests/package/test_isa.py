@@ -41,9 +41,18 @@ def test_loaded_build_is_the_best_this_cpu_runs() -> None:
     assert sys.modules["mdsd_fast._core"] is mf._core  # every `from . import _core` gets this build
 
 
+def test_builds_of_this_installation() -> None:
+    have = _isa.builds()
+    assert have and set(have) <= {"baseline", "avx2"}
+    assert mf.ISA in have
+
+
 @pytest.mark.parametrize("isa", ["baseline", "auto"])
 def test_override(isa: str) -> None:
     r = run("import mdsd_fast as mf, mdsd_fast._core as c; print(mf.ISA, c.ISA)", isa)
+    if isa == "baseline" and "baseline" not in _isa.builds():  # a source install built for AVX2 alone
+        assert r.returncode != 0 and "has the AVX2 build alone" in r.stderr, r.stderr
+        return
     assert r.returncode == 0, r.stderr
     got = r.stdout.split()
     assert got[0] == got[1]
@@ -66,7 +75,10 @@ def test_forced_avx2_where_unavailable_says_so() -> None:
         assert r.returncode != 0 and "MDSD_FAST_ISA=avx2" in r.stderr
 
 
-@pytest.mark.skipif(not (_isa.cpu_has_avx2() and has_avx2_build()), reason="no AVX2 build, or this CPU lacks AVX2")
+@pytest.mark.skipif(
+    not (_isa.cpu_has_avx2() and set(_isa.builds()) == {"baseline", "avx2"}),
+    reason="one build of the core here (a source install; the wheels carry both), or this CPU lacks AVX2",
+)
 def test_both_builds_give_the_same_bits(tmp_path: Path) -> None:
     files = {}
     for isa in ("baseline", "avx2"):
