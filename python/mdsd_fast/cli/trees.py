@@ -7,6 +7,7 @@ import os
 import zipfile
 from typing import Any
 
+from .._files import atomic_write
 from .._version import __version__
 from .args import Parser, csv_of, describe, positive_int
 
@@ -92,8 +93,9 @@ def _trees(args: argparse.Namespace) -> int:
         rep.to_csv(out / "trees.csv")
         rep.profile_csv(out / "trees_profile.csv")
         rep.to_json(out / "trees.json")
-        (out / "trees.md").write_text(
-            f"# mdsd_fast tree report\n\n{rep.markdown()}\n\n## Findings\n\n{rep.findings_markdown()}\n"
+        atomic_write(
+            out / "trees.md",
+            f"# mdsd_fast tree report\n\n{rep.markdown()}\n\n## Findings\n\n{rep.findings_markdown()}\n",
         )
         files = [str(out / f) for f in ("trees.md", "trees.csv", "trees_profile.csv", "trees.json")]
         if not args.no_plots:

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._files import atomic_write
 from .._version import __version__
 from ..inputs.pairs import union_pair
 from ..inputs.rules import check_threads
@@ -189,17 +190,8 @@ def compute_log_unit(unit: LogUnit, cfg: ReportConfig, out_dir: str) -> str:
     arrays = {k: np.concatenate([d[k] if k in d else _missing(k, len(d["rows"])) for d in parts]) for k in keys}
     meta = dict(unit=unit.__dict__, version=__version__, resume_key=unit.resume_key(cfg))
     path = Path(out_dir) / "shards" / f"{unit.shard_name}.npz"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-    try:
-        shard: dict[str, Any] = dict(arrays, __meta__=np.array(json.dumps(meta)))
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **shard)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    shard: dict[str, Any] = dict(arrays, __meta__=np.array(json.dumps(meta)))
+    atomic_write(path, lambda fh: np.savez(fh, **shard))
     return str(path)
 
 
