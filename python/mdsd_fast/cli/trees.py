@@ -56,10 +56,13 @@ def _trees(args: argparse.Namespace) -> int:
         raise ValueError(f"--data {args.data}: no such file")
     if args.data is not None and args.model is not None:
         raise ValueError("arguments --data/--model: give a tree file or a model's shipped sample, not both")
+    if args.data is not None and not zipfile.is_zipfile(args.data):  # numpy would advise allow_pickle=True
+        raise ValueError(f"--data {args.data}: not a tree file written by extract-trees (not an .npz archive)")
     try:
         data = load_trees(args.data, model=args.model)
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:  # whatever the bytes were
-        raise ValueError(f"--data {args.data}: not a tree file written by extract-trees ({describe(exc)})") from None
+        why = "it holds Python objects" if "allow_pickle" in str(exc) else describe(exc)
+        raise ValueError(f"--data {args.data}: not a tree file written by extract-trees ({why})") from None
     try:
         rep = tree_report(
             data,

@@ -120,6 +120,8 @@ def load(path: str | os.PathLike[str], build: Callable[..., _T]) -> _T:
     except ValueError as exc:
         if str(exc).startswith(str(path)):
             raise
+        if "allow_pickle" in str(exc):  # numpy's advice to unpickle: never taken for a user's file
+            raise ValueError(f"{path}: not a dataset file (it holds Python objects, which are never loaded)") from None
         raise ValueError(f"{path}: damaged dataset file ({exc})") from None
 
 

@@ -16,16 +16,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from .._files import atomic_write, not_written
+from ..inputs.args import _row_ids
 from ..inputs.rules import MAX_V, SUM_TOL
+from .manifest import _STRINGS, FORMAT, FORMAT_VERSION, MANIFEST, META_COLUMNS, check_new_log, group_counts
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "META_COLUMNS", "LogWriter"]
-
-FORMAT = "mdsd_fast.logs"
-FORMAT_VERSION = 1
-MANIFEST = "manifest.json"
-#: Metadata columns of every row (row_id keys the random streams of simulated estimates).
-META_COLUMNS = ("row_id", "model", "draft", "temperature", "prompt_id", "position", "domain")
-_STRINGS = ("model", "draft", "prompt_id", "domain")
+__all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "META_COLUMNS", "LogWriter", "check_new_log"]
 #: Shard files are written with page checksums, checked on every read (a flipped bit is named).
 _PARQUET_OPTS: dict[str, Any] = dict(compression="zstd", write_page_checksum=True, use_dictionary=list(_STRINGS))
 
@@ -102,18 +98,13 @@ def _side(name: str, ptr: ArrayLike, ids: ArrayLike, probs: ArrayLike, V: int, d
     return new_ptr, ids_a, val, mass
 
 
-def check_new_log(out_dir: str | os.PathLike[str]) -> None:
-    """Refuse a directory that already holds a log (before any work is done for it)."""
-    d = Path(out_dir)
-    if (d / MANIFEST).exists() or (d.is_dir() and any(d.glob("shard-*.parquet"))):
-        raise ValueError(f"{d}: already holds a log; write to a new directory")
-
-
 class LogWriter:
     """Writes a log directory: call :meth:`write` with blocks of rows, then :meth:`close` (or use it as
     a context manager). A shard is closed once it holds ``rows_per_shard`` rows or ``entries_per_shard``
     logged entries; each shard goes to a temporary name first and the manifest is written last, so a
-    directory with a manifest is always whole. Row ids count up from 0 unless given."""
+    directory with a manifest is always whole; a failed write removes what it wrote and names the file.
+    Row ids count up from 0 unless given; given ones must be integers in [0, 2^31) (the range of the
+    simulation streams' keys), distinct in the whole log: the writer keeps them (8 bytes per row)."""
 
     def __init__(
         self,
@@ -149,6 +140,7 @@ class LogWriter:
         self._rows = self._entries = 0
         self._groups: dict[tuple[str, float | None, str], int] = {}
         self._next_id = 0
+        self._seen: list[np.ndarray] = []  # sorted row ids of each block written
         self._closed = False
 
     def __enter__(self) -> LogWriter:
@@ -156,15 +148,28 @@ class LogWriter:
 
     def __exit__(self, exc_type: Any, *_: Any) -> None:
         if exc_type is None:
-            self.close()
-        else:  # an error: remove what was written (no manifest: the directory is not a log)
-            if self._writer is not None:
+            try:
+                self.close()
+            except BaseException:
+                self.discard()
+                raise
+        else:
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove what was written (no manifest: the directory is not a log), after an error."""
+        if self._writer is not None:
+            try:
                 self._writer.close()
-                self._path.unlink(missing_ok=True)
-            for s in self._shards:
-                (self.dir / s["file"]).unlink(missing_ok=True)
-            if self._made_dir and not any(self.dir.iterdir()):
-                self.dir.rmdir()
+            except OSError:
+                pass
+            self._writer = None
+            self._path.unlink(missing_ok=True)
+        for s in self._shards:
+            (self.dir / s["file"]).unlink(missing_ok=True)
+        self._shards = []
+        if self._made_dir and self.dir.is_dir() and not any(self.dir.iterdir()):
+            self.dir.rmdir()
 
     def write(
         self,
@@ -195,10 +200,9 @@ class LogWriter:
                 arr = np.arange(self._next_id, self._next_id + B, dtype=np.int64)
             if arr.shape != (B,):
                 raise ValueError(f"meta[{k!r}]: expected {B} values, got shape {arr.shape}")
+            if k == "row_id":
+                arr = self._new_ids(arr, B)
             cols[k] = arr.astype(str) if k in _STRINGS else arr.astype(np.float64 if k == "temperature" else np.int64)
-        if (cols["row_id"] < 0).any():
-            raise ValueError("meta['row_id']: row ids must be >= 0")
-        self._next_id = max(self._next_id, int(cols["row_id"].max()) + 1) if B else self._next_id
         for s, ptr, mass, comp in (("p", pp, pm, p_complete), ("q", qp, qm, q_complete)):
             c = np.broadcast_to(np.asarray(comp, dtype=bool), (B,))
             bad = c & (np.abs(mass - 1.0) > SUM_TOL)
@@ -210,6 +214,9 @@ class LogWriter:
                 r = int(np.argmax(bad))
                 raise ValueError(f"{s}: row {r} has logged mass {mass[r]:.9g} (expected in (0, 1])")
             cols[f"{s}_complete"] = c
+        if B:  # every check passed: the block's row ids are the log's from now on
+            self._seen.append(np.sort(cols["row_id"]))
+            self._next_id = max(self._next_id, int(cols["row_id"].max()) + 1)
         # split the block where the current shard fills up
         start = 0
         while start < B:
@@ -223,6 +230,22 @@ class LogWriter:
                 self._close_shard()
             start = stop
 
+    def _new_ids(self, arr: Any, B: int) -> Any:
+        """Row ids given for a block: integers in [0, 2^31), distinct and new to the log."""
+        try:
+            ids = _row_ids(arr, B)
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"meta['row_id']: {str(exc).partition(': ')[2]}") from None
+        srt = np.sort(ids)  # type: ignore[arg-type]
+        dup = srt[1:][np.diff(srt) == 0]
+        if dup.size:
+            raise ValueError(f"meta['row_id']: row id {int(dup[0])} given twice (row ids are unique in a log)")
+        for old in self._seen if B and int(srt[0]) < self._next_id else []:
+            hit = old[np.minimum(np.searchsorted(old, srt), old.size - 1)] == srt
+            if hit.any():
+                raise ValueError(f"meta['row_id']: row id {int(srt[hit][0])} was already written to this log")
+        return ids
+
     def _append(self, cols: dict[str, Any], p: tuple[Any, ...], q: tuple[Any, ...], a: int, b: int) -> None:
         pa = self._pa
         data: dict[str, Any] = {k: cols[k][a:b] for k in META_COLUMNS}
@@ -234,22 +257,18 @@ class LogWriter:
             data[f"{s}_complete"] = cols[f"{s}_complete"][a:b]
             data[f"{s}_mass"] = mass[a:b]
         table = pa.table(data, schema=self._schema)
-        if self._writer is None:
-            self._path = self.dir / f".shard-{len(self._shards):05d}.parquet.tmp"
-            self._writer = pa.parquet.ParquetWriter(self._path, self._schema, **_PARQUET_OPTS)
-            self._groups = {}
-            self._ids = (math.inf, -math.inf)
-        self._writer.write_table(table, row_group_size=8192)
+        try:
+            if self._writer is None:
+                self._path = self.dir / f".shard-{len(self._shards):05d}.parquet.tmp"
+                self._writer = pa.parquet.ParquetWriter(self._path, self._schema, **_PARQUET_OPTS)
+                self._groups = {}
+                self._ids = (math.inf, -math.inf)
+            self._writer.write_table(table, row_group_size=8192)
+        except OSError as exc:  # a full disk, a size limit: name the shard, not pyarrow's handle
+            raise not_written(exc, self.dir / f"shard-{len(self._shards):05d}.parquet") from None
         self._rows += b - a
         self._entries += int(p[0][b] - p[0][a] + q[0][b] - q[0][a])
-        parts = [np.unique(cols[k][a:b], return_inverse=True) for k in ("domain", "temperature", "draft")]
-        code = (parts[0][1] * parts[1][0].size + parts[1][1]) * parts[2][0].size + parts[2][1]
-        uc, counts = np.unique(code, return_counts=True)
-        for c, k in zip(uc.tolist(), counts.tolist(), strict=True):
-            rest, ri = divmod(c, parts[2][0].size)
-            di, ti = divmod(rest, parts[1][0].size)
-            t = float(parts[1][0][ti])
-            key = (str(parts[0][0][di]), None if math.isnan(t) else t, str(parts[2][0][ri]))
+        for key, k in group_counts(*(cols[c][a:b] for c in ("domain", "temperature", "draft"))).items():
             self._groups[key] = self._groups.get(key, 0) + k
         rid = cols["row_id"][a:b]
         self._ids = (min(self._ids[0], int(rid.min())), max(self._ids[1], int(rid.max())))
@@ -257,12 +276,15 @@ class LogWriter:
     def _close_shard(self) -> None:
         if self._writer is None:
             return
-        self._writer.close()
-        self._writer = None
+        final = self.dir / f"shard-{len(self._shards):05d}.parquet"
+        try:
+            self._writer.close()
+            self._writer = None
+            os.replace(self._path, final)
+        except OSError as exc:
+            raise not_written(exc, final) from None
         n_rows, n_entries = self._rows, self._entries
         self._rows = self._entries = 0
-        final = self.dir / f"shard-{len(self._shards):05d}.parquet"
-        os.replace(self._path, final)
         groups = [[d, t, r, c] for (d, t, r), c in sorted(self._groups.items(), key=str)]
         self._shards.append(
             dict(
@@ -290,8 +312,6 @@ class LogWriter:
             shards=self._shards,
             info=self.info,
         )
-        tmp = self.dir / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=1, sort_keys=True))
-        os.replace(tmp, self.dir / MANIFEST)
+        atomic_write(self.dir / MANIFEST, json.dumps(manifest, indent=1, sort_keys=True))
         self._closed = True
         return self.dir / MANIFEST

@@ -36,6 +36,7 @@ from ..inputs.pairs import union_pair
 from ..inputs.rules import check_threads
 from ..intervals.bounds import _VERIFIER_SCHEMES as _INTERVAL_VERIFIERS
 from ..intervals.bounds import acceptance_bounds
+from ..logs.manifest import log_state
 from ..logs.reader import MANIFEST, LogChunk, Logs, open_logs
 from .config import compute_modules
 from .gap import (
@@ -63,8 +64,9 @@ BOUNDS_ROWS = 16
 
 
 def is_log_dir(path: Any) -> bool:
-    """A directory holding a log manifest (what ``--dataset DIR`` streams)."""
-    return path is not None and (Path(path) / MANIFEST).is_file()
+    """A directory holding a log manifest (what ``--dataset DIR`` streams), or the files of an
+    unfinished one (then :func:`log_report` says so, as ``convert`` does)."""
+    return path is not None and log_state(path) != "none"
 
 
 @dataclass(frozen=True)
