@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import secrets
 from collections.abc import Callable
 from pathlib import Path
@@ -27,8 +28,12 @@ TMP_PREFIX = ".tmp-"
 
 def not_written(exc: OSError, path: str | os.PathLike[str]) -> OSError:
     """An OSError for ``exc`` that names ``path`` (the file the user asked for, not a temporary one)."""
-    reason = exc.strerror or str(exc) or type(exc).__name__
-    return OSError(exc.errno or errno.EIO, f"not written ({reason})", os.fspath(path))
+    code, reason = exc.errno, exc.strerror
+    found = re.search(r"\[errno (\d+)\]", str(exc), re.IGNORECASE)  # pyarrow's errors carry it in the text
+    if found:
+        code = int(found[1])
+        reason = os.strerror(code)
+    return OSError(code or errno.EIO, f"not written ({reason or exc or type(exc).__name__})", os.fspath(path))
 
 
 class AtomicFile:

@@ -70,17 +70,15 @@ def check_new_log(out_dir: str | os.PathLike[str]) -> None:
         raise ValueError(unfinished(d))
 
 
-def group_counts(domain: NDArray[Any], temperature: NDArray[Any], draft: NDArray[Any]) -> dict[GroupKey, int]:
-    """Rows per (domain, temperature or None for NaN, draft), the manifest's ``groups``."""
-    parts = [np.unique(np.asarray(a), return_inverse=True) for a in (domain, temperature, draft)]
-    nt, nr = parts[1][0].size, parts[2][0].size
-    code = (parts[0][1].astype(np.int64) * nt + parts[1][1]) * nr + parts[2][1]
+def group_counts(table: Any) -> dict[GroupKey, int]:
+    """Rows per (domain, temperature or None for NaN, draft) of an Arrow table: the manifest's ``groups``."""
+    g = table.group_by(["domain", "temperature", "draft"]).aggregate([([], "count_all")])
     out: dict[GroupKey, int] = {}
-    for c, k in zip(*(a.tolist() for a in np.unique(code, return_counts=True)), strict=True):
-        rest, ri = divmod(c, nr)
-        di, ti = divmod(rest, nt)
-        t = float(parts[1][0][ti])
-        out[(str(parts[0][0][di]), None if math.isnan(t) else t, str(parts[2][0][ri]))] = k
+    for d, t, r, k in zip(
+        *(g.column(c).to_pylist() for c in ("domain", "temperature", "draft", "count_all")), strict=True
+    ):
+        key = (d, None if t is None or math.isnan(t) else t, r)  # NaNs of any payload are one group
+        out[key] = out.get(key, 0) + k
     return out
 
 
@@ -153,12 +151,13 @@ def read_manifest(mf: Path) -> dict[str, Any]:
     return m
 
 
-def check_shard_columns(name: str, entry: dict[str, Any], cols: dict[str, NDArray[Any]]) -> NDArray[np.int64]:
-    """Check a shard's metadata columns (``row_id``, ``domain``, ``temperature``, ``draft``) against
-    its manifest entry; returns its row ids, sorted."""
+def check_shard_columns(name: str, entry: dict[str, Any], table: Any) -> NDArray[np.int64]:
+    """Check a shard's metadata columns (an Arrow table of ``row_id``, ``domain``, ``temperature``,
+    ``draft``) against its manifest entry; returns its row ids, sorted."""
     bad = f"{name}: shard does not match the manifest"
     try:
-        rid = np.sort(_row_ids(cols["row_id"], cols["row_id"].size))  # type: ignore[arg-type]
+        ids = table.column("row_id").to_numpy()
+        rid = np.sort(_row_ids(ids, ids.size))  # type: ignore[arg-type]
     except (TypeError, ValueError) as exc:
         raise ValueError(f"{bad} (row_id column: {str(exc).partition(': ')[2]})") from None
     dup = np.flatnonzero(np.diff(rid) == 0)
@@ -166,7 +165,7 @@ def check_shard_columns(name: str, entry: dict[str, Any], cols: dict[str, NDArra
         raise ValueError(f"{bad} (row id {int(rid[dup[0]])} appears twice)")
     if rid.size and [int(rid[0]), int(rid[-1])] != list(entry["row_ids"]):
         raise ValueError(f"{bad} (row ids span [{rid[0]}, {rid[-1]}], the manifest says {entry['row_ids']})")
-    got = group_counts(cols["domain"].astype(str), cols["temperature"], cols["draft"].astype(str))
+    got = group_counts(table)
     want: dict[GroupKey, int] = entry["_groups"]
     for key in sorted(set(got) | set(want), key=str):
         if got.get(key, 0) != want.get(key, 0):

@@ -162,7 +162,7 @@ class Logs:
             cols = pf.read(columns=["row_id", "domain", "temperature", "draft"])
         except OSError as exc:
             raise ValueError(f"{f}: damaged shard ({type(exc).__name__}: {exc})") from None
-        rid = check_shard_columns(str(f), self.shards[i], {k: cols.column(k).to_numpy() for k in cols.column_names})
+        rid = check_shard_columns(str(f), self.shards[i], cols)
         for j in overlapping(self.shards, self.shards[i]):
             other = self._checked.get(j)
             if other is None:
@@ -281,7 +281,9 @@ def _check_side(
     if val.size and not (np.isfinite(val).all() and val.min() >= 0 and val.max() <= 1 + SUM_TOL):
         raise ValueError(f"{name}: damaged shard (a {s} probability outside [0, 1] or NaN)")
     counts = np.diff(ptr)
-    mass = np.bincount(np.repeat(np.arange(counts.size), counts), weights=val.astype(np.float64), minlength=counts.size)
+    mass = np.zeros(counts.size)
+    if val.size:  # an empty row's reduceat value is some entry's: it is refused below anyway
+        mass = np.add.reduceat(val, np.minimum(ptr[:-1], val.size - 1), dtype=np.float64)
     bad = np.where(comp, np.abs(mass - 1.0) > SUM_TOL, (mass > 1.0 + SUM_TOL) | (counts == 0))
     if bad.any():
         r = int(np.argmax(bad))

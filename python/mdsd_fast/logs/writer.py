@@ -268,7 +268,7 @@ class LogWriter:
             raise not_written(exc, self.dir / f"shard-{len(self._shards):05d}.parquet") from None
         self._rows += b - a
         self._entries += int(p[0][b] - p[0][a] + q[0][b] - q[0][a])
-        for key, k in group_counts(*(cols[c][a:b] for c in ("domain", "temperature", "draft"))).items():
+        for key, k in group_counts(table).items():
             self._groups[key] = self._groups.get(key, 0) + k
         rid = cols["row_id"][a:b]
         self._ids = (min(self._ids[0], int(rid.min())), max(self._ids[1], int(rid.max())))
