@@ -25,8 +25,19 @@ from numpy.typing import NDArray
 
 from ..inputs.rules import SUM_TOL
 from ..inputs.sparse import TopK
-from .manifest import check_shard_columns, log_state, overlapping, read_manifest, unfinished
-from .writer import _STRINGS, FORMAT, FORMAT_VERSION, MANIFEST, META_COLUMNS, LogWriter, _arrow, _file_sha256, _schema
+from .manifest import (
+    _STRINGS,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    META_COLUMNS,
+    check_shard_columns,
+    log_state,
+    overlapping,
+    read_manifest,
+    unfinished,
+)
+from .writer import LogWriter, _arrow, _file_sha256, _schema
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "META_COLUMNS", "LogChunk", "LogWriter", "Logs", "open_logs"]
 
