@@ -104,7 +104,9 @@ class LogWriter:
     logged entries; each shard goes to a temporary name first and the manifest is written last, so a
     directory with a manifest is always whole; a failed write removes what it wrote and names the file.
     Row ids count up from 0 unless given; given ones must be integers in [0, 2^31) (the range of the
-    simulation streams' keys), distinct in the whole log: the writer keeps them (8 bytes per row)."""
+    simulation streams' keys), distinct in the whole log. Ids above every id written are new at no
+    cost; to check others, the writer reads back the row ids of the shards whose range they meet
+    (and keeps them: 8 bytes per row)."""
 
     def __init__(
         self,
@@ -140,7 +142,8 @@ class LogWriter:
         self._rows = self._entries = 0
         self._groups: dict[tuple[str, float | None, str], int] = {}
         self._next_id = 0
-        self._seen: list[np.ndarray] = []  # sorted row ids of each block written
+        self._open_ids: list[np.ndarray] = []  # row ids of the open shard, as written
+        self._closed_ids: dict[int, np.ndarray] = {}  # sorted row ids of closed shards, read when needed
         self._closed = False
 
     def __enter__(self) -> LogWriter:
@@ -215,7 +218,6 @@ class LogWriter:
                 raise ValueError(f"{s}: row {r} has logged mass {mass[r]:.9g} (expected in (0, 1])")
             cols[f"{s}_complete"] = c
         if B:  # every check passed: the block's row ids are the log's from now on
-            self._seen.append(np.sort(cols["row_id"]))
             self._next_id = max(self._next_id, int(cols["row_id"].max()) + 1)
         # split the block where the current shard fills up
         start = 0
@@ -240,11 +242,26 @@ class LogWriter:
         dup = srt[1:][np.diff(srt) == 0]
         if dup.size:
             raise ValueError(f"meta['row_id']: row id {int(dup[0])} given twice (row ids are unique in a log)")
-        for old in self._seen if B and int(srt[0]) < self._next_id else []:
+        if not B or int(srt[0]) >= self._next_id:  # above every id written (counting ids): new
+            return ids
+        for old in self._ids_below(int(srt[0]), int(srt[-1])):
             hit = old[np.minimum(np.searchsorted(old, srt), old.size - 1)] == srt
             if hit.any():
                 raise ValueError(f"meta['row_id']: row id {int(srt[hit][0])} was already written to this log")
         return ids
+
+    def _ids_below(self, lo: int, hi: int) -> list[np.ndarray]:
+        """Sorted row ids already written that may lie in [lo, hi]: the open shard's, and those of
+        the closed shards whose range meets it (read back once, then kept: memory grows with the
+        log only for a writer whose ids go back below ones it wrote)."""
+        out = [np.sort(np.concatenate(self._open_ids))] if self._open_ids else []
+        for i, s in enumerate(self._shards):
+            if s["row_ids"][0] <= hi and lo <= s["row_ids"][1]:
+                if i not in self._closed_ids:
+                    col = self._pa.parquet.read_table(self.dir / s["file"], columns=["row_id"]).column(0)
+                    self._closed_ids[i] = np.sort(col.to_numpy())
+                out.append(self._closed_ids[i])
+        return out
 
     def _append(self, cols: dict[str, Any], p: tuple[Any, ...], q: tuple[Any, ...], a: int, b: int) -> None:
         pa = self._pa
@@ -271,6 +288,7 @@ class LogWriter:
         for key, k in group_counts(table).items():
             self._groups[key] = self._groups.get(key, 0) + k
         rid = cols["row_id"][a:b]
+        self._open_ids.append(rid)
         self._ids = (min(self._ids[0], int(rid.min())), max(self._ids[1], int(rid.max())))
 
     def _close_shard(self) -> None:
@@ -284,6 +302,7 @@ class LogWriter:
         except OSError as exc:
             raise not_written(exc, final) from None
         n_rows, n_entries = self._rows, self._entries
+        self._open_ids = []
         self._rows = self._entries = 0
         groups = [[d, t, r, c] for (d, t, r), c in sorted(self._groups.items(), key=str)]
         self._shards.append(
