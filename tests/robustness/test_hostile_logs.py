@@ -179,6 +179,30 @@ def test_writer_refuses_bad_row_ids(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "change, err, message",
+    [
+        (dict(p=(np.array([0.0, 3.0]), [1, 2, 3], [0.5, 0.3, 0.2])), TypeError, "p: ptr must be integers"),
+        (dict(p=(np.array([0, 2**64 - 1], np.uint64), [1], [1.0])), TypeError, "p: ptr must be integers below 2"),
+        (dict(position=[2.7]), ValueError, r"meta\['position'\]: expected integers >= -1"),
+        (dict(position=[2**70]), ValueError, r"meta\['position'\]: expected integers"),
+        (dict(temperature=[np.inf]), ValueError, r"meta\['temperature'\]: expected finite"),
+        (dict(temperature=[-1.0]), ValueError, r"meta\['temperature'\]: expected numbers >= 0"),
+        (dict(temperature=["hot"]), ValueError, r"meta\['temperature'\]: expected numbers"),
+        (dict(p_complete="no"), TypeError, "p_complete: expected booleans"),
+        (dict(q_complete=[2]), TypeError, "q_complete: expected booleans"),
+    ],
+)
+def test_writer_refuses_bad_columns(tmp_path: Path, change: dict[str, Any], err: type, message: str) -> None:
+    one = (np.array([0, 3]), [1, 2, 3], [0.5, 0.3, 0.2])
+    args: dict[str, Any] = dict(p=one, q=one, p_complete=True, q_complete=True)
+    meta = {k: change.pop(k) for k in ("position", "temperature") if k in change}
+    args.update(change)
+    with pytest.raises(err, match=message), LogWriter(tmp_path / "log", 50) as w:
+        w.write(args.pop("p"), args.pop("q"), meta=meta, **args)
+    assert not (tmp_path / "log").exists()
+
+
 def test_iter_chunks_arguments_are_named(tmp_path: Path) -> None:
     logs = open_logs(_log(tmp_path / "log", B=6, rows_per_shard=3))
     for shards, err, message in [

@@ -109,7 +109,10 @@ class LogChunk:
 def _match(values: NDArray[Any], wanted: Any, numeric: bool = False) -> NDArray[np.bool_]:
     w = [wanted] if isinstance(wanted, (str, int, float)) else list(wanted)
     if numeric:
-        ref = np.asarray(w, dtype=np.float64)[None, :]
+        try:
+            ref = np.asarray(w, dtype=np.float64)[None, :]
+        except (TypeError, ValueError):
+            raise ValueError(f"temperature: expected a number or a list of numbers, got {wanted!r}") from None
         return np.asarray(np.isclose(values[:, None], ref, rtol=0, atol=1e-9, equal_nan=True).any(axis=1))
     return np.asarray(np.isin(values, np.asarray(w, dtype=str)), dtype=bool)
 

@@ -63,9 +63,12 @@ def _file_sha256(path: Path) -> str:
 def _side(name: str, ptr: ArrayLike, ids: ArrayLike, probs: ArrayLike, V: int, dtype: str) -> tuple[Any, ...]:
     """Validated CSR parts of one side: ascending distinct ids in [0, V), probabilities in [0, 1]
     (zeros dropped), stored as ``dtype``; returns (ptr, ids, probs, mass)."""
-    ptr_a = np.asarray(ptr, dtype=np.int64)
+    ptr_a = np.asarray(ptr)
     ids_a = np.asarray(ids)
     val = np.asarray(probs)
+    if ptr_a.dtype.kind not in "iu" or (ptr_a.size and ptr_a.dtype.kind == "u" and ptr_a.max() >= 2**62):
+        raise TypeError(f"{name}: ptr must be integers below 2^62, got dtype {ptr_a.dtype}")
+    ptr_a = ptr_a.astype(np.int64)
     if ptr_a.ndim != 1 or ptr_a.size < 1 or ptr_a[0] != 0 or (np.diff(ptr_a) < 0).any():
         raise ValueError(f"{name}: ptr must start at 0 and be non-decreasing")
     if ids_a.shape != (int(ptr_a[-1]),) or val.shape != ids_a.shape:
@@ -76,9 +79,9 @@ def _side(name: str, ptr: ArrayLike, ids: ArrayLike, probs: ArrayLike, V: int, d
         raise TypeError(f"{name}: probabilities must be floats, got dtype {val.dtype}")
     B = ptr_a.size - 1
     row = np.repeat(np.arange(B), np.diff(ptr_a))
+    bad = (ids_a >= V) if ids_a.dtype.kind == "u" else (ids_a < 0) | (ids_a >= V)  # before any cast
     ids_a = ids_a.astype(np.int64)
     val = val.astype(dtype)
-    bad = (ids_a < 0) | (ids_a >= V)
     if bad.any():
         raise ValueError(f"{name}: row {int(row[np.argmax(bad)])} has a token id outside [0, {V})")
     bad = ~np.isfinite(val) | (val < 0) | (val > 1 + SUM_TOL)
@@ -196,18 +199,12 @@ class LogWriter:
             if k not in META_COLUMNS:
                 raise ValueError(f"meta: unknown column {k!r} (known: {', '.join(META_COLUMNS)})")
         for k in META_COLUMNS:
-            default: Any = {"row_id": None, "temperature": math.nan, "position": -1}.get(k, "")
-            v = meta.get(k)
-            arr = np.full(B, default, dtype=object) if v is None else np.asarray(v)
-            if k == "row_id" and v is None:
-                arr = np.arange(self._next_id, self._next_id + B, dtype=np.int64)
-            if arr.shape != (B,):
-                raise ValueError(f"meta[{k!r}]: expected {B} values, got shape {arr.shape}")
-            if k == "row_id":
-                arr = self._new_ids(arr, B)
-            cols[k] = arr.astype(str) if k in _STRINGS else arr.astype(np.float64 if k == "temperature" else np.int64)
+            cols[k] = self._meta_column(k, meta.get(k), B)
         for s, ptr, mass, comp in (("p", pp, pm, p_complete), ("q", qp, qm, q_complete)):
-            c = np.broadcast_to(np.asarray(comp, dtype=bool), (B,))
+            c = np.asarray(comp)
+            if c.dtype != bool and (c.dtype.kind not in "iu" or not np.isin(c, (0, 1)).all()):
+                raise TypeError(f"{s}_complete: expected booleans, got {comp!r:.60}")
+            c = np.broadcast_to(c.astype(bool), (B,))
             bad = c & (np.abs(mass - 1.0) > SUM_TOL)
             if bad.any():
                 r = int(np.argmax(bad))
@@ -231,6 +228,32 @@ class LogWriter:
             if stop < B or self._rows >= self.rows_per_shard:
                 self._close_shard()
             start = stop
+
+    def _meta_column(self, k: str, v: Any, B: int) -> Any:
+        """Metadata column ``k`` of a block, checked: strings, temperatures >= 0 (NaN: unknown),
+        positions >= -1 (-1: unknown), row ids (see :meth:`_new_ids`)."""
+        if v is None:
+            if k == "row_id":
+                return np.arange(self._next_id, self._next_id + B, dtype=np.int64)
+            return np.full(B, "" if k in _STRINGS else math.nan if k == "temperature" else -1)
+        arr = np.asarray(v)
+        if arr.shape != (B,):
+            raise ValueError(f"meta[{k!r}]: expected {B} values, got shape {arr.shape}")
+        if k == "row_id":
+            return self._new_ids(arr, B).astype(np.int64)
+        if k in _STRINGS:
+            return arr.astype(str)
+        if k == "temperature":
+            if arr.dtype.kind not in "iuf" or (arr.size and not ((arr >= 0) | np.isnan(arr.astype(float))).all()):
+                raise ValueError(f"meta['temperature']: expected numbers >= 0 (NaN: unknown), got {v!r:.60}")
+            if np.isinf(arr.astype(float)).any():
+                raise ValueError("meta['temperature']: expected finite temperatures (NaN: unknown)")
+            return arr.astype(np.float64)
+        if arr.dtype.kind not in "iu" or (
+            arr.size and (arr.max() >= 2**62 or (arr.dtype.kind == "i" and arr.min() < -1))
+        ):
+            raise ValueError(f"meta['position']: expected integers >= -1 (-1: unknown), got {v!r:.60}")
+        return arr.astype(np.int64)
 
     def _new_ids(self, arr: Any, B: int) -> Any:
         """Row ids given for a block: integers in [0, 2^31), distinct and new to the log."""
