@@ -36,7 +36,7 @@ from ..inputs.pairs import union_pair
 from ..inputs.rules import check_threads
 from ..intervals.bounds import _VERIFIER_SCHEMES as _INTERVAL_VERIFIERS
 from ..intervals.bounds import acceptance_bounds
-from ..logs.manifest import log_state
+from ..logs.manifest import log_state, unfinished
 from ..logs.reader import MANIFEST, LogChunk, Logs, open_logs
 from .config import compute_modules
 from .gap import (
@@ -287,6 +287,8 @@ def log_report(
         raise ValueError(f"limit: expected a positive integer, got {limit!r}")
     domain = [domain] if isinstance(domain, str) else domain
     draft = [draft] if isinstance(draft, str) else draft
+    if log_state(path) == "unfinished":  # named as the user gave it, as `convert` names it
+        raise ValueError(unfinished(path))
     logs = open_logs(os.path.abspath(path))  # absolute: the units go to workers in other directories
     if scheduler:
         check_scheduler(scheduler)
