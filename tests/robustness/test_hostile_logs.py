@@ -251,8 +251,62 @@ def test_a_killed_conversion_is_named_alike_by_convert_and_report(
             err = capsys.readouterr().err.strip()
             assert "\n" not in err and "Traceback" not in err
             said.append(err.partition(": error: ")[2])
-        want = f"{d}: an unfinished log (its conversion stopped before writing manifest.json); remove this directory"
-        assert said[0].startswith(want) and said[1] == said[0], said
+        want = (
+            f"{d}: an unfinished log (its conversion stopped before writing manifest.json); continue it with "
+            "`mdsd-fast convert ... --resume` (the same input and options), or remove this directory and convert again"
+        )
+        assert said[0] == said[1] == want, said
+
+
+RESUMED = """
+import os, signal, sys
+import mdsd_fast.logs.convert as cv
+from mdsd_fast.logs.writer import LogWriter
+close, calls = LogWriter._close_shard, []
+def killed_at_third(self):
+    calls.append(1)
+    if len(calls) == 3 and self._writer is not None:
+        os.kill(os.getpid(), signal.SIGKILL)  # shards 0 and 1 closed, shard 2 written but not renamed
+    close(self)
+LogWriter._close_shard = killed_at_third
+cv.BLOCK_ROWS = 2
+if sys.argv[1] == "dataset":
+    cv.from_dataset(sys.argv[2], sys.argv[3], rows_per_shard=3)
+else:
+    cv.from_openai_jsonl(sys.argv[2], sys.argv[3], sys.argv[4], vocab_size=20, rows_per_shard=2)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL is POSIX")
+def test_a_killed_conversion_resumes_to_the_same_log(tmp_path: Path) -> None:
+    import mdsd_fast as mf
+
+    rng = np.random.default_rng(0)
+    p, q = rng.dirichlet(np.ones(6), 11), rng.dirichlet(np.ones(6), 11)
+    data = mf.from_arrays(p, q, meta=[dict(domain="d", temperature=1.0)] * 11).save(tmp_path / "data.npz")
+    t, d = tmp_path / "t.jsonl", tmp_path / "d.jsonl"
+    lines = [_api([(c, -0.1, -3.0), ("y", -0.2, -4.0)]) for c in "abcdefg"]
+    t.write_text("\n".join(lines) + "\n")
+    d.write_text("\n".join(lines) + "\n")
+    env = {**os.environ, "PYTHONPATH": str(PY)}
+    runs = [("dataset", [str(data)], ["--rows-per-shard", "3"]), ("openai", [str(t), str(d)], ["--vocab-size", "20"])]
+    for kind, inputs, opts in runs:
+        out = tmp_path / f"{kind}_log"
+        proc = subprocess.run([sys.executable, "-c", RESUMED, kind, *inputs, str(out)], env=env, timeout=120)
+        assert proc.returncode == -signal.SIGKILL
+        assert sorted(f.name for f in out.iterdir()) == [
+            ".shard-00002.parquet.tmp",
+            "shard-00000.parquet",
+            "shard-00001.parquet",
+        ]
+        if kind == "openai":
+            opts = [*opts, "--rows-per-shard", "2"]
+        assert main(["convert", kind, *inputs, "--out", str(out), *opts, "--resume"]) == 0
+        assert main(["convert", kind, *inputs, "--out", str(tmp_path / f"{kind}_fresh"), *opts]) == 0
+        got, want = (json.loads((tmp_path / n / "manifest.json").read_text()) for n in (f"{kind}_log", f"{kind}_fresh"))
+        assert got == want and len(got["shards"]) >= 3  # the same shards, byte for byte (their sha256)
+    with pytest.raises(ValueError, match="already holds a log"):
+        from_openai_jsonl(t, d, tmp_path / "openai_log", vocab_size=20, resume=True)
 
 
 def _api(tokens: list[tuple[str, float, float]]) -> str:

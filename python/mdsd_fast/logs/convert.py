@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..data import LMDataset, SparseChunk, load_dataset
+from .manifest import log_state
 from .writer import LogWriter, check_new_log
 
 __all__ = ["from_openai_jsonl", "from_dataset", "ZERO_LOGPROB"]
@@ -122,6 +123,7 @@ def from_openai_jsonl(
     temperature: float = math.nan,
     domain: str = "",
     rows_per_shard: int = 100_000,
+    resume: bool = False,
 ) -> Path:
     """Convert a (target, draft) pair of OpenAI-style JSONL files into a log directory; returns its path.
 
@@ -129,15 +131,19 @@ def from_openai_jsonl(
     tokens at every position). ``vocab_size`` is the models' vocabulary size (the ids written are
     first-appearance indices of the token bytes, so at most that many distinct tokens may appear);
     ``model`` and ``draft_name`` default to each file's ``model`` field; ``temperature`` and ``domain``
-    are recorded as given; prompt_id is the target record's ``id`` (``/choice`` when there are several)."""
+    are recorded as given; prompt_id is the target record's ``id`` (``/choice`` when there are several).
+    ``resume``: continue an unfinished log in ``out_dir`` (the files are read again from the start, the
+    rows its shards hold are skipped; give the same files and options)."""
     tpath, dpath = Path(target), Path(draft)
-    check_new_log(out_dir)
+    _check_out(out_dir, resume)
     for p in (tpath, dpath):
         if not p.is_file():
             raise FileNotFoundError(f"{p}: no such JSONL file")
     vocab = _Vocab(vocab_size)
     rows: list[tuple[dict[int, float], dict[int, float], dict[str, Any], tuple[str, str]]] = []
-    with LogWriter(out_dir, vocab_size, rows_per_shard=rows_per_shard, info=dict(source="openai-jsonl")) as w:
+    info = dict(source="openai-jsonl")
+    with LogWriter(out_dir, vocab_size, rows_per_shard=rows_per_shard, info=info, resume=resume) as w:
+        skip = w.resumed_rows  # rows already written: read again (for the token ids), not written
         dit = _positions(dpath)
         for ln, c, rid, tmodel, tcontent in _positions(tpath):
             try:
@@ -164,6 +170,9 @@ def from_openai_jsonl(
                     prompt_id=rid if c == 0 else f"{rid}/{c}",
                     position=j,
                 )
+                if skip:
+                    skip -= 1
+                    continue
                 rows.append((tl, dl, meta, where))
                 if len(rows) >= BLOCK_ROWS:
                     _flush(w, rows, temperature, domain)
@@ -234,21 +243,40 @@ def from_dataset(
     model: str | None = None,
     rows_per_shard: int = 100_000,
     entries_per_shard: int = 8_000_000,
+    resume: bool = False,
 ) -> Path:
     """Convert a flat dataset (an :class:`LMDataset`, a dataset file, or None for the shipped one) into
     a log directory; rows are complete, values float32 as stored, row ids the dataset's row numbers.
-    ``model`` defaults to the dataset's ``info["target"]``."""
-    check_new_log(out_dir)  # before loading: the shipped dataset takes seconds to decode
+    ``model`` defaults to the dataset's ``info["target"]``. ``resume``: continue an unfinished log in
+    ``out_dir``, skipping the rows its shards hold (give the same dataset and options)."""
+    _check_out(out_dir, resume)  # before loading: the shipped dataset takes seconds to decode
     ds = dataset if isinstance(dataset, LMDataset) else load_dataset(dataset)
     name = model or str(ds.info.get("target", ""))
     info = dict(source="mdsd_fast.lmdist", dataset_info=ds.info)
-    with LogWriter(
-        out_dir, ds.vocab_size, rows_per_shard=rows_per_shard, entries_per_shard=entries_per_shard, info=info
-    ) as w:
+    kw: dict[str, Any] = dict(rows_per_shard=rows_per_shard, entries_per_shard=entries_per_shard, info=info)
+    with LogWriter(out_dir, ds.vocab_size, resume=resume, **kw) as w:
+        skip = w.resumed_rows
         for ch in ds.iter_chunks(256, sparse=True):
             assert isinstance(ch, SparseChunk)
-            p, q = _chunk_sides(ch)
-            cols = {k: [m[k] for m in ch.meta] for k in ("draft", "temperature", "prompt_id", "position", "domain")}
-            meta: dict[str, Any] = dict(cols, model=[name] * len(ch), row_id=[m["row"] for m in ch.meta])
+            if skip >= len(ch):
+                skip -= len(ch)
+                continue
+            p, q = (_from_row(side, skip) for side in _chunk_sides(ch))
+            rest = ch.meta[skip:]
+            cols = {k: [m[k] for m in rest] for k in ("draft", "temperature", "prompt_id", "position", "domain")}
+            meta: dict[str, Any] = dict(cols, model=[name] * len(rest), row_id=[m["row"] for m in rest])
             w.write(p, q, p_complete=True, q_complete=True, meta=meta)
+            skip = 0
     return Path(out_dir)
+
+
+def _from_row(side: tuple[Any, ...], r: int) -> tuple[Any, ...]:
+    """CSR parts (ptr, ids, values) without their first ``r`` rows."""
+    ptr, ids, val = side
+    return ptr[r:] - ptr[r], ids[ptr[r] :], val[ptr[r] :]
+
+
+def _check_out(out_dir: str | os.PathLike[str], resume: bool) -> None:
+    """Refuse ``out_dir`` before any work if it holds a log (or an unfinished one, unless resuming)."""
+    if not (resume and log_state(out_dir) == "unfinished"):
+        check_new_log(out_dir)

@@ -54,8 +54,50 @@ def unfinished(out_dir: str | os.PathLike[str]) -> str:
     """The one line naming an unfinished log, said by both the writer and the reader."""
     return (
         f"{out_dir}: an unfinished log (its conversion stopped before writing {MANIFEST}); "
-        "remove this directory and convert again"
+        "continue it with `mdsd-fast convert ... --resume` (the same input and options), "
+        "or remove this directory and convert again"
     )
+
+
+def closed_shards(out_dir: Path, schema: Any, sha256: Any) -> list[dict[str, Any]]:
+    """The manifest entries of an unfinished log's closed shards, read back from the files (every
+    page of their ids checked); the writer's temporary files are removed. A ValueError if a shard
+    is missing, damaged or of another schema: such a log cannot be continued."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    for g in _WRITER_FILES[1:]:
+        for f in out_dir.glob(g):
+            f.unlink()
+    files = sorted(out_dir.glob(_WRITER_FILES[0]))
+    entries = []
+    for i, f in enumerate(files):
+        again = f"remove {out_dir} and convert again"
+        if f.name != f"shard-{i:05d}.parquet":
+            raise ValueError(f"{out_dir / f'shard-{i:05d}.parquet'}: missing from the unfinished log; {again}")
+        try:
+            pf = pq.ParquetFile(f, page_checksum_verification=True)
+            cols = ["row_id", "domain", "temperature", "draft", "p_ids", "q_ids"]
+            table = pf.read(columns=cols) if pf.schema_arrow.equals(schema) else None
+        except OSError as exc:
+            raise ValueError(f"{f}: damaged shard ({type(exc).__name__}: {exc}); {again}") from None
+        if table is None:
+            raise ValueError(f"{f}: written with other options (columns or dtype differ); {again}")
+        ids = table.column("row_id").to_numpy()
+        groups = group_counts(table)
+        n = sum(int(pc.sum(pc.list_value_length(table.column(c))).as_py() or 0) for c in ("p_ids", "q_ids"))
+        entries.append(
+            dict(
+                file=f.name,
+                rows=table.num_rows,
+                entries=n,
+                bytes=f.stat().st_size,
+                sha256=sha256(f),
+                row_ids=[int(ids.min()), int(ids.max())],
+                groups=[[d, t, r, c] for (d, t, r), c in sorted(groups.items(), key=str)],
+            )
+        )
+    return entries
 
 
 def check_new_log(out_dir: str | os.PathLike[str]) -> None:

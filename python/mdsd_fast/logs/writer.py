@@ -19,7 +19,17 @@ from numpy.typing import ArrayLike
 from .._files import atomic_write, not_written
 from ..inputs.args import _row_ids
 from ..inputs.rules import MAX_V, SUM_TOL
-from .manifest import _STRINGS, FORMAT, FORMAT_VERSION, MANIFEST, META_COLUMNS, check_new_log, group_counts
+from .manifest import (
+    _STRINGS,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    META_COLUMNS,
+    check_new_log,
+    closed_shards,
+    group_counts,
+    log_state,
+)
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "META_COLUMNS", "LogWriter", "check_new_log"]
 #: Shard files are written with page checksums, checked on every read (a flipped bit is named).
@@ -106,6 +116,9 @@ class LogWriter:
     a context manager). A shard is closed once it holds ``rows_per_shard`` rows or ``entries_per_shard``
     logged entries; each shard goes to a temporary name first and the manifest is written last, so a
     directory with a manifest is always whole; a failed write removes what it wrote and names the file.
+    ``resume=True`` continues an unfinished log (a writer killed before its manifest): its closed
+    shards are kept (read back and checked), :attr:`resumed_rows` says how many rows they hold, and
+    the caller writes the rows after those; on a directory without a log it starts a new one.
     Row ids count up from 0 unless given; given ones must be integers in [0, 2^31) (the range of the
     simulation streams' keys), distinct in the whole log. Ids above every id written are new at no
     cost; to check others, the writer reads back the row ids of the shards whose range they meet
@@ -120,6 +133,7 @@ class LogWriter:
         entries_per_shard: int = 8_000_000,
         dtype: str = "float32",
         info: Mapping[str, Any] | None = None,
+        resume: bool = False,
     ) -> None:
         self._pa = _arrow()
         if (
@@ -134,7 +148,8 @@ class LogWriter:
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise ValueError(f"{nm}: expected a positive integer, got {v!r}")
         self.dir = Path(out_dir)
-        check_new_log(self.dir)
+        if not (resume and log_state(self.dir) == "unfinished"):
+            check_new_log(self.dir)
         self._made_dir = not self.dir.exists()
         self.dir.mkdir(parents=True, exist_ok=True)
         self.V, self.dtype, self.info = int(vocab_size), dtype, dict(info or {})
@@ -148,6 +163,12 @@ class LogWriter:
         self._open_ids: list[np.ndarray] = []  # row ids of the open shard, as written
         self._closed_ids: dict[int, np.ndarray] = {}  # sorted row ids of closed shards, read when needed
         self._closed = False
+        #: rows already in the log when it was opened with ``resume=True`` (0 otherwise)
+        self.resumed_rows = 0
+        if resume and log_state(self.dir) == "unfinished":
+            self._shards = closed_shards(self.dir, self._schema, _file_sha256)
+            self.resumed_rows = sum(s["rows"] for s in self._shards)
+            self._next_id = max((s["row_ids"][1] + 1 for s in self._shards), default=0)
 
     def __enter__(self) -> LogWriter:
         return self
