@@ -136,7 +136,7 @@ class Logs:
         self.info: dict[str, Any] = m["info"]
         self._pa = _arrow()
         self._expected = _schema(self._pa, m["dtype"])
-        self._checked: dict[int, NDArray[np.int64]] = {}  # shard -> its sorted row ids, once checked
+        self._checked: dict[int, NDArray[np.int64]] = {}  # shard -> its sorted row ids if ranges overlap
         self._checking: set[int] = set()
 
     def __len__(self) -> int:
@@ -177,7 +177,8 @@ class Logs:
         except OSError as exc:
             raise ValueError(f"{f}: damaged shard ({type(exc).__name__}: {exc})") from None
         rid = check_shard_columns(str(f), self.shards[i], cols)
-        for j in overlapping(self.shards, self.shards[i]):
+        others = overlapping(self.shards, self.shards[i])
+        for j in others:
             other = self._checked.get(j)
             if other is None:
                 if j in self._checking:
@@ -190,7 +191,7 @@ class Logs:
                     f"{f}: shard does not match the manifest (row id {int(rid[hit][0])} is also in "
                     f"{self.shards[j]['file']}; row ids are unique in a log)"
                 )
-        self._checked[i] = rid
+        self._checked[i] = rid if others else rid[:0]  # kept only where another shard may need them
 
     def verify(self) -> None:
         """Check every shard's sha256 against the manifest (reads every byte once)."""
