@@ -10,6 +10,7 @@ The layers, highest first (``|`` separates independent peers, which may not impo
     bound | logs
     inputs
     data | limits | _render | _isa | _version | _torch | _workers
+    _files
     _core | _cpu | _core_avx2 (compiled)
 
 A module may import modules of its own room (subpackage) and of any lower line; the C++ headers
@@ -39,6 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("bound", "logs"),
     ("inputs",),
     ("data", "limits", "_render", "_isa", "_version", "_torch", "_workers"),
+    ("_files",),
     ("_core", "_cpu", "_core_avx2"),
 )
 #: Modules that only the face imports: the face itself, its documented aliases and ``python -m``.

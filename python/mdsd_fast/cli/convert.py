@@ -36,6 +36,11 @@ def add_convert_parser(sub: Any, parents: list[Any]) -> None:
     for p in (oa, ds):
         p.add_argument("--out", required=True, help="the log directory to create (must not hold a log)")
         p.add_argument("--rows-per-shard", type=positive_int, default=100_000, help="rows per shard (default 100000)")
+        p.add_argument(
+            "--resume",
+            action="store_true",
+            help="continue an interrupted conversion into --out (give the same input and options)",
+        )
     cp.set_defaults(func=_convert)
 
 
@@ -54,9 +59,12 @@ def _convert(args: argparse.Namespace) -> int:
             temperature=args.temperature,
             domain=args.domain,
             rows_per_shard=args.rows_per_shard,
+            resume=args.resume,
         )
     else:
-        out = from_dataset(args.file, args.out, model=args.model, rows_per_shard=args.rows_per_shard)
+        out = from_dataset(
+            args.file, args.out, model=args.model, rows_per_shard=args.rows_per_shard, resume=args.resume
+        )
     from ..logs.reader import open_logs
 
     logs = open_logs(out)

@@ -7,6 +7,7 @@ import argparse
 import time
 from typing import Any
 
+from .._files import atomic_write
 from .._version import __version__
 
 __all__ = ["print_report"]
@@ -31,7 +32,7 @@ def print_report(rep: Any, args: argparse.Namespace, cfg: Any, t0: float) -> int
         md += "\n\nTruncated positions (top-k logs): mean interval ends\n\n" + interval_markdown(
             rep.records, domain="all" if pooled else None
         )
-    (out / "report.md").write_text(f"# mdsd_fast gap report\n\n{full_md}\n\n## Findings\n\n{findings}\n")
+    atomic_write(out / "report.md", f"# mdsd_fast gap report\n\n{full_md}\n\n## Findings\n\n{findings}\n")
     print(
         f"mdsd_fast {__version__} gap report: {rep.metadata['units']} groups, "
         f"{sum(r['positions'] for r in rep.records if r['method'] == 'alpha*' and r['domain'] != 'all' and r['n'] == cfg.ns[0] and r['scheme'] == cfg.schemes[0])} positions"

@@ -7,6 +7,7 @@ import os
 import zipfile
 from typing import Any
 
+from .._files import atomic_write
 from .._version import __version__
 from .args import Parser, csv_of, describe, positive_int
 
@@ -55,10 +56,13 @@ def _trees(args: argparse.Namespace) -> int:
         raise ValueError(f"--data {args.data}: no such file")
     if args.data is not None and args.model is not None:
         raise ValueError("arguments --data/--model: give a tree file or a model's shipped sample, not both")
+    if args.data is not None and not zipfile.is_zipfile(args.data):  # numpy would advise allow_pickle=True
+        raise ValueError(f"--data {args.data}: not a tree file written by extract-trees (not an .npz archive)")
     try:
         data = load_trees(args.data, model=args.model)
     except (ValueError, OSError, EOFError, KeyError, zipfile.BadZipFile) as exc:  # whatever the bytes were
-        raise ValueError(f"--data {args.data}: not a tree file written by extract-trees ({describe(exc)})") from None
+        why = "it holds Python objects" if "allow_pickle" in str(exc) else describe(exc)
+        raise ValueError(f"--data {args.data}: not a tree file written by extract-trees ({why})") from None
     try:
         rep = tree_report(
             data,
@@ -92,8 +96,9 @@ def _trees(args: argparse.Namespace) -> int:
         rep.to_csv(out / "trees.csv")
         rep.profile_csv(out / "trees_profile.csv")
         rep.to_json(out / "trees.json")
-        (out / "trees.md").write_text(
-            f"# mdsd_fast tree report\n\n{rep.markdown()}\n\n## Findings\n\n{rep.findings_markdown()}\n"
+        atomic_write(
+            out / "trees.md",
+            f"# mdsd_fast tree report\n\n{rep.markdown()}\n\n## Findings\n\n{rep.findings_markdown()}\n",
         )
         files = [str(out / f) for f in ("trees.md", "trees.csv", "trees_profile.csv", "trees.json")]
         if not args.no_plots:

@@ -306,8 +306,8 @@ class LMDataset:
         ``sparse=True`` yields :class:`SparseChunk` (values in the storage dtype; see
         :meth:`SparseChunk.padded` for compact arrays that ``optimal_acceptance`` accepts).
         """
-        if size < 1:
-            raise ValueError("size must be >= 1")
+        if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or size < 1:
+            raise ValueError(f"size: expected a positive integer (rows per chunk), got {size!r}")
         for start in range(0, len(self), size):
             rows = np.arange(start, min(start + size, len(self)), dtype=np.int64)
             chunk = self._sparse(rows)

@@ -17,10 +17,12 @@ import zipfile
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import IO, Any, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
+
+from .._files import atomic_write
 
 FORMAT = "mdsd_fast.lmdist"
 FORMAT_VERSION = 1
@@ -36,14 +38,14 @@ _T = TypeVar("_T")
 def write_npz(path: str | os.PathLike[str], arrays: dict[str, Any]) -> Path:
     """Write ``arrays`` as an LZMA-compressed .npz (no pickles), atomically: a .tmp file, then a rename."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_LZMA) as zf:
-        for name, arr in arrays.items():
-            with zf.open(name + ".npy", "w", force_zip64=True) as fh:
-                np.lib.format.write_array(fh, np.asarray(arr), allow_pickle=False)
-    os.replace(tmp, path)
-    return path
+
+    def members(out: IO[bytes]) -> None:
+        with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_LZMA) as zf:
+            for name, arr in arrays.items():
+                with zf.open(name + ".npy", "w", force_zip64=True) as fh:
+                    np.lib.format.write_array(fh, np.asarray(arr), allow_pickle=False)
+
+    return atomic_write(path, members)
 
 
 def encode(a: dict[str, Any], encoding: str, max_quant_l1: float) -> dict[str, Any]:
@@ -118,6 +120,8 @@ def load(path: str | os.PathLike[str], build: Callable[..., _T]) -> _T:
     except ValueError as exc:
         if str(exc).startswith(str(path)):
             raise
+        if "allow_pickle" in str(exc):  # numpy's advice to unpickle: never taken for a user's file
+            raise ValueError(f"{path}: not a dataset file (it holds Python objects, which are never loaded)") from None
         raise ValueError(f"{path}: damaged dataset file ({exc})") from None
 
 

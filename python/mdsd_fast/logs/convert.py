@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..data import LMDataset, SparseChunk, load_dataset
+from .manifest import log_state
 from .writer import LogWriter, check_new_log
 
 __all__ = ["from_openai_jsonl", "from_dataset", "ZERO_LOGPROB"]
@@ -61,14 +63,22 @@ def _logprob(entry: dict[str, Any], where: str) -> float:
 
 def _positions(path: Path) -> Iterator[tuple[int, int, str, str, list[Any]]]:
     """(line number, choice index, record id, model, logprobs.content) of every choice in a JSONL file."""
-    with open(path, encoding="utf-8") as fh:
-        for ln, line in enumerate(fh, 1):
+    with open(path, "rb") as fh:
+        for ln, raw in enumerate(fh, 1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}:{ln}: not UTF-8 text (byte {exc.start + 1} of the line)") from None
             if not line.strip():
                 continue
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{ln}: not JSON ({exc.msg})") from None
+            except ValueError as exc:  # e.g. an integer of more digits than Python converts
+                raise ValueError(f"{path}:{ln}: not JSON ({exc})") from None
+            except RecursionError:
+                raise ValueError(f"{path}:{ln}: JSON nested too deeply to be a chat/completions response") from None
             choices = rec.get("choices") if isinstance(rec, dict) else None
             if not isinstance(choices, list) or not choices:
                 raise ValueError(f"{path}:{ln}: no 'choices' list")
@@ -79,7 +89,7 @@ def _positions(path: Path) -> Iterator[tuple[int, int, str, str, list[Any]]]:
                 yield ln, c, str(rec.get("id", f"line{ln}")), str(rec.get("model", "")), content
 
 
-def _logged(pos: dict[str, Any], where: str, vocab: dict[bytes, int]) -> tuple[bytes, dict[int, float]]:
+def _logged(pos: dict[str, Any], where: str, vocab: _Vocab) -> tuple[bytes, dict[int, float]]:
     """(sampled token's key, {token id: logprob}) of one position: its top_logprobs and the token itself."""
     key = _token_key(pos, where)
     tops = pos.get("top_logprobs")
@@ -88,13 +98,13 @@ def _logged(pos: dict[str, Any], where: str, vocab: dict[bytes, int]) -> tuple[b
     out: dict[int, float] = {}
     for j, e in enumerate(tops):
         k = _token_key(e, where, j)
-        i = vocab.setdefault(k, len(vocab))
+        i = vocab.id_of(k, where)
         if i in out:
             raise ValueError(
                 f"{where}: token {k!r} listed twice in top_logprobs (tokens with the same bytes cannot be told apart)"
             )
         out[i] = _logprob(e, where)
-    i = vocab.setdefault(key, len(vocab))
+    i = vocab.id_of(key, where)
     lp = _logprob(pos, where)
     if i in out and abs(out[i] - lp) > 1e-4 and max(out[i], lp) > ZERO_LOGPROB:
         raise ValueError(f"{where}: the sampled token's logprob {lp} differs from its top_logprobs entry {out[i]}")
@@ -113,6 +123,7 @@ def from_openai_jsonl(
     temperature: float = math.nan,
     domain: str = "",
     rows_per_shard: int = 100_000,
+    resume: bool = False,
 ) -> Path:
     """Convert a (target, draft) pair of OpenAI-style JSONL files into a log directory; returns its path.
 
@@ -120,15 +131,19 @@ def from_openai_jsonl(
     tokens at every position). ``vocab_size`` is the models' vocabulary size (the ids written are
     first-appearance indices of the token bytes, so at most that many distinct tokens may appear);
     ``model`` and ``draft_name`` default to each file's ``model`` field; ``temperature`` and ``domain``
-    are recorded as given; prompt_id is the target record's ``id`` (``/choice`` when there are several)."""
+    are recorded as given; prompt_id is the target record's ``id`` (``/choice`` when there are several).
+    ``resume``: continue an unfinished log in ``out_dir`` (the files are read again from the start, the
+    rows its shards hold are skipped; give the same files and options)."""
     tpath, dpath = Path(target), Path(draft)
-    check_new_log(out_dir)
+    _check_out(out_dir, resume)
     for p in (tpath, dpath):
         if not p.is_file():
             raise FileNotFoundError(f"{p}: no such JSONL file")
-    vocab: dict[bytes, int] = {}
-    rows: list[tuple[dict[int, float], dict[int, float], dict[str, Any]]] = []
-    with LogWriter(out_dir, vocab_size, rows_per_shard=rows_per_shard, info=dict(source="openai-jsonl")) as w:
+    vocab = _Vocab(vocab_size)
+    rows: list[tuple[dict[int, float], dict[int, float], dict[str, Any], tuple[str, str]]] = []
+    info = dict(source="openai-jsonl")
+    with LogWriter(out_dir, vocab_size, rows_per_shard=rows_per_shard, info=info, resume=resume) as w:
+        skip = w.resumed_rows  # rows already written: read again (for the token ids), not written
         dit = _positions(dpath)
         for ln, c, rid, tmodel, tcontent in _positions(tpath):
             try:
@@ -141,8 +156,9 @@ def from_openai_jsonl(
                     f"{len(dcontent)} in the draft (the files must score the same texts)"
                 )
             for j, (tp, dp) in enumerate(zip(tcontent, dcontent, strict=True)):
-                tk, tl = _logged(tp, f"{tpath}:{ln} choice {c} position {j}", vocab)
-                dk, dl = _logged(dp, f"{dpath}:{dln} choice {c} position {j}", vocab)
+                where = (f"{tpath}:{ln} choice {c} position {j}", f"{dpath}:{dln} choice {c} position {j}")
+                tk, tl = _logged(tp, where[0], vocab)
+                dk, dl = _logged(dp, where[1], vocab)
                 if tk != dk:
                     raise ValueError(
                         f"{tpath}:{ln} and {dpath}:{dln}: choice {c} position {j}: the target scored token {tk!r} "
@@ -154,21 +170,39 @@ def from_openai_jsonl(
                     prompt_id=rid if c == 0 else f"{rid}/{c}",
                     position=j,
                 )
-                rows.append((tl, dl, meta))
+                if skip:
+                    skip -= 1
+                    continue
+                rows.append((tl, dl, meta, where))
                 if len(rows) >= BLOCK_ROWS:
-                    _flush(w, rows, temperature, domain, len(vocab))
+                    _flush(w, rows, temperature, domain)
         try:
             dln, *_ = next(dit)
             raise ValueError(f"{dpath}:{dln}: the draft file has more records than {tpath}")
         except StopIteration:
             pass
-        _flush(w, rows, temperature, domain, len(vocab))
+        _flush(w, rows, temperature, domain)
     return Path(out_dir)
 
 
-def _flush(w: LogWriter, rows: list[Any], temperature: float, domain: str, seen: int) -> None:
-    if seen > w.V:
-        raise ValueError(f"vocab_size: {seen} distinct tokens appear in the files, more than vocab_size = {w.V}")
+class _Vocab(dict[bytes, int]):
+    """Token bytes -> id in order of first appearance, refusing more than ``vocab_size`` tokens."""
+
+    def __init__(self, vocab_size: int) -> None:
+        super().__init__()
+        self.limit = vocab_size
+
+    def id_of(self, key: bytes, where: str) -> int:
+        i = self.setdefault(key, len(self))
+        if i >= self.limit:
+            raise ValueError(
+                f"{where}: token {key!r} is distinct token number {i + 1} of the files, more than "
+                f"vocab_size = {self.limit}"
+            )
+        return i
+
+
+def _flush(w: LogWriter, rows: list[Any], temperature: float, domain: str) -> None:
     if not rows:
         return
     sides = []
@@ -181,7 +215,13 @@ def _flush(w: LogWriter, rows: list[Any], temperature: float, domain: str, seen:
         sides.append((np.concatenate(([0], np.cumsum(lens))), ids, prob))
     meta: dict[str, Any] = {k: [r[2][k] for r in rows] for k in ("model", "draft", "prompt_id", "position")}
     meta.update(temperature=np.full(len(rows), temperature), domain=[domain] * len(rows))
-    w.write(sides[0], sides[1], p_complete=False, q_complete=False, meta=meta)
+    try:
+        w.write(sides[0], sides[1], p_complete=False, q_complete=False, meta=meta)
+    except ValueError as exc:  # the writer names a row of the block: name its file, line and position
+        m = re.match(r"([pq]): row (\d+) (?:has )?(.*)", str(exc))
+        if m is None:
+            raise
+        raise ValueError(f"{rows[int(m[2])][3][m[1] == 'q']}: {m[3]}") from None
     rows.clear()
 
 
@@ -203,21 +243,40 @@ def from_dataset(
     model: str | None = None,
     rows_per_shard: int = 100_000,
     entries_per_shard: int = 8_000_000,
+    resume: bool = False,
 ) -> Path:
     """Convert a flat dataset (an :class:`LMDataset`, a dataset file, or None for the shipped one) into
     a log directory; rows are complete, values float32 as stored, row ids the dataset's row numbers.
-    ``model`` defaults to the dataset's ``info["target"]``."""
-    check_new_log(out_dir)  # before loading: the shipped dataset takes seconds to decode
+    ``model`` defaults to the dataset's ``info["target"]``. ``resume``: continue an unfinished log in
+    ``out_dir``, skipping the rows its shards hold (give the same dataset and options)."""
+    _check_out(out_dir, resume)  # before loading: the shipped dataset takes seconds to decode
     ds = dataset if isinstance(dataset, LMDataset) else load_dataset(dataset)
     name = model or str(ds.info.get("target", ""))
     info = dict(source="mdsd_fast.lmdist", dataset_info=ds.info)
-    with LogWriter(
-        out_dir, ds.vocab_size, rows_per_shard=rows_per_shard, entries_per_shard=entries_per_shard, info=info
-    ) as w:
+    kw: dict[str, Any] = dict(rows_per_shard=rows_per_shard, entries_per_shard=entries_per_shard, info=info)
+    with LogWriter(out_dir, ds.vocab_size, resume=resume, **kw) as w:
+        skip = w.resumed_rows
         for ch in ds.iter_chunks(256, sparse=True):
             assert isinstance(ch, SparseChunk)
-            p, q = _chunk_sides(ch)
-            cols = {k: [m[k] for m in ch.meta] for k in ("draft", "temperature", "prompt_id", "position", "domain")}
-            meta: dict[str, Any] = dict(cols, model=[name] * len(ch), row_id=[m["row"] for m in ch.meta])
+            if skip >= len(ch):
+                skip -= len(ch)
+                continue
+            p, q = (_from_row(side, skip) for side in _chunk_sides(ch))
+            rest = ch.meta[skip:]
+            cols = {k: [m[k] for m in rest] for k in ("draft", "temperature", "prompt_id", "position", "domain")}
+            meta: dict[str, Any] = dict(cols, model=[name] * len(rest), row_id=[m["row"] for m in rest])
             w.write(p, q, p_complete=True, q_complete=True, meta=meta)
+            skip = 0
     return Path(out_dir)
+
+
+def _from_row(side: tuple[Any, ...], r: int) -> tuple[Any, ...]:
+    """CSR parts (ptr, ids, values) without their first ``r`` rows."""
+    ptr, ids, val = side
+    return ptr[r:] - ptr[r], ids[ptr[r] :], val[ptr[r] :]
+
+
+def _check_out(out_dir: str | os.PathLike[str], resume: bool) -> None:
+    """Refuse ``out_dir`` before any work if it holds a log (or an unfinished one, unless resuming)."""
+    if not (resume and log_state(out_dir) == "unfinished"):
+        check_new_log(out_dir)

@@ -13,7 +13,6 @@ damaged or mismatched shard is a ValueError naming the shard. Needs pyarrow (the
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from collections.abc import Iterator
@@ -24,8 +23,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..inputs.rules import SUM_TOL
 from ..inputs.sparse import TopK
-from .writer import _STRINGS, FORMAT, FORMAT_VERSION, MANIFEST, META_COLUMNS, LogWriter, _arrow, _file_sha256, _schema
+from .manifest import (
+    _STRINGS,
+    FORMAT,
+    FORMAT_VERSION,
+    MANIFEST,
+    META_COLUMNS,
+    check_shard_columns,
+    log_state,
+    overlapping,
+    read_manifest,
+    unfinished,
+)
+from .writer import LogWriter, _arrow, _file_sha256, _schema
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "MANIFEST", "META_COLUMNS", "LogChunk", "LogWriter", "Logs", "open_logs"]
 
@@ -97,7 +109,10 @@ class LogChunk:
 def _match(values: NDArray[Any], wanted: Any, numeric: bool = False) -> NDArray[np.bool_]:
     w = [wanted] if isinstance(wanted, (str, int, float)) else list(wanted)
     if numeric:
-        ref = np.asarray(w, dtype=np.float64)[None, :]
+        try:
+            ref = np.asarray(w, dtype=np.float64)[None, :]
+        except (TypeError, ValueError):
+            raise ValueError(f"temperature: expected a number or a list of numbers, got {wanted!r}") from None
         return np.asarray(np.isclose(values[:, None], ref, rtol=0, atol=1e-9, equal_nan=True).any(axis=1))
     return np.asarray(np.isin(values, np.asarray(w, dtype=str)), dtype=bool)
 
@@ -110,26 +125,19 @@ class Logs:
         mf = self.path / MANIFEST
         if not self.path.is_dir():
             raise FileNotFoundError(f"{self.path}: no such log directory")
+        if log_state(self.path) == "unfinished":
+            raise ValueError(unfinished(self.path))
         if not mf.is_file():
             raise ValueError(f"{self.path}: not a log directory (no {MANIFEST}; write one with mdsd-fast convert)")
-        try:
-            m = json.loads(mf.read_text())
-            if m.get("format") != FORMAT:
-                raise ValueError(f"format field {m.get('format')!r}, expected {FORMAT!r}")
-            if int(m["format_version"]) > FORMAT_VERSION:
-                raise ValueError(
-                    f"format version {m['format_version']} is newer than this mdsd_fast ({FORMAT_VERSION})"
-                )
-            self.vocab_size = int(m["vocab_size"])
-            self.shards: list[dict[str, Any]] = list(m["shards"])
-            self.rows = int(m["rows"])
-            self.info: dict[str, Any] = dict(m.get("info", {}))
-            for s in self.shards:
-                s["file"], s["rows"], s["bytes"], s["sha256"]  # noqa: B018  (every entry has them)
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{mf}: damaged manifest ({type(exc).__name__}: {exc})") from None
+        m = read_manifest(mf)
+        self.vocab_size: int = m["vocab_size"]
+        self.shards: list[dict[str, Any]] = m["shards"]
+        self.rows: int = m["rows"]
+        self.info: dict[str, Any] = m["info"]
         self._pa = _arrow()
-        self._expected = _schema(self._pa, str(m.get("dtype", "float32")))
+        self._expected = _schema(self._pa, m["dtype"])
+        self._checked: dict[int, NDArray[np.int64]] = {}  # shard -> its sorted row ids if ranges overlap
+        self._checking: set[int] = set()
 
     def __len__(self) -> int:
         return self.rows
@@ -153,7 +161,37 @@ class Logs:
             raise ValueError(f"{f}: damaged shard ({type(exc).__name__}: {exc})") from None
         if pf.metadata.num_rows != s["rows"] or not pf.schema_arrow.equals(self._expected):
             raise ValueError(f"{f}: shard does not match the manifest (rows or columns differ)")
+        if i not in self._checked and i not in self._checking:
+            self._checking.add(i)
+            try:
+                self._check(i, pf, f)
+            finally:
+                self._checking.discard(i)
         return pf
+
+    def _check(self, i: int, pf: Any, f: Path) -> None:
+        """Shard ``i``'s metadata columns against the manifest (groups, counts, row ids), and its
+        row ids against the other shards' where the manifest's ranges meet."""
+        try:
+            cols = pf.read(columns=["row_id", "domain", "temperature", "draft"])
+        except OSError as exc:
+            raise ValueError(f"{f}: damaged shard ({type(exc).__name__}: {exc})") from None
+        rid = check_shard_columns(str(f), self.shards[i], cols)
+        others = overlapping(self.shards, self.shards[i])
+        for j in others:
+            other = self._checked.get(j)
+            if other is None:
+                if j in self._checking:
+                    continue  # shard j is checking against this one right now
+                self._open(j)
+                other = self._checked[j]
+            hit = other[np.minimum(np.searchsorted(other, rid), other.size - 1)] == rid
+            if hit.any():
+                raise ValueError(
+                    f"{f}: shard does not match the manifest (row id {int(rid[hit][0])} is also in "
+                    f"{self.shards[j]['file']}; row ids are unique in a log)"
+                )
+        self._checked[i] = rid if others else rid[:0]  # kept only where another shard may need them
 
     def verify(self) -> None:
         """Check every shard's sha256 against the manifest (reads every byte once)."""
@@ -174,10 +212,12 @@ class Logs:
     ) -> Iterator[LogChunk]:
         """Chunks of at most ``size`` rows, in storage order, of the given shards (default all) and
         matching the filters (each a value or a list); ``limit``: stop after that many rows."""
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 1:
             raise ValueError(f"size: expected a positive integer, got {size!r}")
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
+            raise ValueError(f"limit: expected an integer >= 0 (rows to read) or None, got {limit!r}")
         left = math.inf if limit is None else int(limit)
-        for i in range(len(self.shards)) if shards is None else shards:
+        for i in self._shard_list(shards):
             pf = self._open(i)
             name = str(self.path / self.shards[i]["file"])
             try:
@@ -201,6 +241,20 @@ class Logs:
             except OSError as exc:  # pyarrow's decoding errors (checksums, truncation) are OSErrors
                 raise ValueError(f"{name}: damaged shard ({type(exc).__name__}: {exc})") from None
 
+    def _shard_list(self, shards: Any) -> list[int]:
+        if shards is None:
+            return list(range(len(self.shards)))
+        if isinstance(shards, (str, bytes)) or not hasattr(shards, "__iter__"):
+            raise TypeError(f"shards: expected a list of shard indices, got {shards!r}")
+        out = []
+        for i in shards:
+            if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+                raise TypeError(f"shards: expected integer shard indices, got {i!r}")
+            if not 0 <= i < len(self.shards):
+                raise ValueError(f"shards: no shard {i} (the log has {len(self.shards)}: 0 to {len(self.shards) - 1})")
+            out.append(int(i))
+        return out
+
     def _chunk(self, batch: Any, name: str) -> LogChunk:
         meta = {k: batch.column(k).to_numpy(zero_copy_only=False) for k in META_COLUMNS}
         for k in _STRINGS:
@@ -215,9 +269,42 @@ class Logs:
             probs[s] = lv.values.to_numpy()[vo[0] : vo[-1]]
             comp[s] = batch.column(f"{s}_complete").to_numpy(zero_copy_only=False).astype(bool)
             mass[s] = batch.column(f"{s}_mass").to_numpy()
-            if not np.array_equal(vo - vo[0], ptr[s]) or (ids[s].size and ids[s].max() >= self.vocab_size):
+            if not np.array_equal(vo - vo[0], ptr[s]):
                 raise ValueError(f"{name}: damaged shard ({s} ids and probabilities do not line up)")
+            _check_side(name, s, ptr[s], ids[s], probs[s], comp[s], self.vocab_size)
         return LogChunk(self.vocab_size, name, meta, ptr, ids, probs, comp, mass)
+
+
+def _check_side(
+    name: str,
+    s: str,
+    ptr: NDArray[np.int64],
+    ids: NDArray[np.int64],
+    val: NDArray[Any],
+    comp: NDArray[np.bool_],
+    V: int,
+) -> None:
+    """What the writer guarantees of a side, checked on every chunk read: ids in [0, V), ascending
+    and distinct within a row, probabilities finite in [0, 1], a complete row summing to 1 and a
+    truncated one to at most 1 (within SUM_TOL)."""
+    if ids.size and (ids.min() < 0 or ids.max() >= V):
+        raise ValueError(f"{name}: damaged shard (a {s} token id outside [0, {V}))")
+    step = np.diff(ids) <= 0
+    step[ptr[1:-1][(ptr[1:-1] > 0) & (ptr[1:-1] < ids.size)] - 1] = False  # a new row may start lower
+    if step.any():
+        raise ValueError(f"{name}: damaged shard ({s} token ids not ascending and distinct within a row)")
+    if val.size and not (np.isfinite(val).all() and val.min() >= 0 and val.max() <= 1 + SUM_TOL):
+        raise ValueError(f"{name}: damaged shard (a {s} probability outside [0, 1] or NaN)")
+    counts = np.diff(ptr)
+    mass = np.zeros(counts.size)
+    if val.size:  # an empty row's reduceat value is some entry's: it is refused below anyway
+        mass = np.add.reduceat(val, np.minimum(ptr[:-1], val.size - 1), dtype=np.float64)
+    bad = np.where(comp, np.abs(mass - 1.0) > SUM_TOL, (mass > 1.0 + SUM_TOL) | (counts == 0))
+    if bad.any():
+        r = int(np.argmax(bad))
+        raise ValueError(
+            f"{name}: damaged shard (a {s} row logs mass {mass[r]:.9g}, marked complete = {bool(comp[r])})"
+        )
 
 
 def open_logs(path: str | os.PathLike[str]) -> Logs:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._files import atomic_write
 from .._version import __version__
 from ..trees.shapes import expected_tokens as expected_tokens
 from .aggregate import _aggregate as _aggregate
@@ -175,11 +176,7 @@ def _json_default(o: Any) -> Any:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def gap_report(

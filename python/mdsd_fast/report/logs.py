@@ -30,11 +30,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._files import atomic_write
 from .._version import __version__
 from ..inputs.pairs import union_pair
 from ..inputs.rules import check_threads
 from ..intervals.bounds import _VERIFIER_SCHEMES as _INTERVAL_VERIFIERS
 from ..intervals.bounds import acceptance_bounds
+from ..logs.manifest import log_state, unfinished
 from ..logs.reader import MANIFEST, LogChunk, Logs, open_logs
 from .config import compute_modules
 from .gap import (
@@ -62,8 +64,9 @@ BOUNDS_ROWS = 16
 
 
 def is_log_dir(path: Any) -> bool:
-    """A directory holding a log manifest (what ``--dataset DIR`` streams)."""
-    return path is not None and (Path(path) / MANIFEST).is_file()
+    """A directory holding a log manifest (what ``--dataset DIR`` streams), or the files of an
+    unfinished one (then :func:`log_report` says so, as ``convert`` does)."""
+    return path is not None and log_state(path) != "none"
 
 
 @dataclass(frozen=True)
@@ -189,17 +192,8 @@ def compute_log_unit(unit: LogUnit, cfg: ReportConfig, out_dir: str) -> str:
     arrays = {k: np.concatenate([d[k] if k in d else _missing(k, len(d["rows"])) for d in parts]) for k in keys}
     meta = dict(unit=unit.__dict__, version=__version__, resume_key=unit.resume_key(cfg))
     path = Path(out_dir) / "shards" / f"{unit.shard_name}.npz"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-    try:
-        shard: dict[str, Any] = dict(arrays, __meta__=np.array(json.dumps(meta)))
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **shard)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    shard: dict[str, Any] = dict(arrays, __meta__=np.array(json.dumps(meta)))
+    atomic_write(path, lambda fh: np.savez(fh, **shard))
     return str(path)
 
 
@@ -293,6 +287,8 @@ def log_report(
         raise ValueError(f"limit: expected a positive integer, got {limit!r}")
     domain = [domain] if isinstance(domain, str) else domain
     draft = [draft] if isinstance(draft, str) else draft
+    if log_state(path) == "unfinished":  # named as the user gave it, as `convert` names it
+        raise ValueError(unfinished(path))
     logs = open_logs(os.path.abspath(path))  # absolute: the units go to workers in other directories
     if scheduler:
         check_scheduler(scheduler)

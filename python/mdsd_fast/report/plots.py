@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._files import atomic_write
 from .._render import pyplot
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,7 +63,7 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
     fig.suptitle("Acceptance vs number of drafts: verifiers under the bound α*", fontsize=11)
     fig.tight_layout()
     f = out_dir / "acceptance_vs_n.png"
-    fig.savefig(f, dpi=110)
+    atomic_write(f, lambda fh: fig.savefig(fh, dpi=110, format="png"))
     plt.close(fig)
     files.append(str(f))
 
@@ -84,7 +85,7 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
     f = out_dir / "gap_per_verifier.png"
-    fig.savefig(f, dpi=110)
+    atomic_write(f, lambda fh: fig.savefig(fh, dpi=110, format="png"))
     plt.close(fig)
     files.append(str(f))
 
@@ -106,7 +107,7 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
         ax.legend(fontsize=8)
         fig.tight_layout()
         f = out_dir / "wor_minus_iid.png"
-        fig.savefig(f, dpi=110)
+        atomic_write(f, lambda fh: fig.savefig(fh, dpi=110, format="png"))
         plt.close(fig)
         files.append(str(f))
 
@@ -135,7 +136,7 @@ def make_plots(rep: GapReport, out_dir: Path) -> list[str]:
             ax.legend(fontsize=6)
         fig.tight_layout()
         f = out_dir / "acceptance_vs_temperature.png"
-        fig.savefig(f, dpi=110)
+        atomic_write(f, lambda fh: fig.savefig(fh, dpi=110, format="png"))
         plt.close(fig)
         files.append(str(f))
     return files

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
+from .._files import atomic_write
 from .._version import __version__
 from ..bound.lp import TooLargeError
 from ..data import MAX_TRUNCATION
@@ -143,19 +143,10 @@ def compute_unit(unit: Unit, cfg: ReportConfig, out_dir: str) -> str:
     )
     arrays["__meta__"] = np.array(json.dumps(meta))
     path = Path(out_dir) / "shards" / f"{unit.shard_name}.npz"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npz")
-    try:
-        # numpy's stub declares ``allow_pickle: bool`` before ``**kwds``, so mypy checks a ``**dict``
-        # against it too; no shard key is "allow_pickle", so the arrays go in as plain keywords.
-        shard: dict[str, Any] = arrays
-        with os.fdopen(fd, "wb") as fh:
-            np.savez(fh, **shard)
-        os.replace(tmp, path)  # atomic: a killed run never leaves a half-written shard
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # numpy's stub declares ``allow_pickle: bool`` before ``**kwds``, so mypy checks a ``**dict``
+    # against it too; no shard key is "allow_pickle", so the arrays go in as plain keywords.
+    shard: dict[str, Any] = arrays
+    atomic_write(path, lambda fh: np.savez(fh, **shard))  # a killed run never leaves a half-written shard
     return str(path)
 
 
@@ -198,16 +189,7 @@ def _units_to_redo(
 
 def _atomic_save(path: Path, a: NDArray[Any]) -> None:
     """np.save to a temporary file renamed over ``path`` (a new inode: see _file_digest)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".npy")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            np.save(fh, a)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write(path, lambda fh: np.save(fh, a))
 
 
 class _Progress:

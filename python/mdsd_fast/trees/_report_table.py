@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._files import atomic_write
 from .._render import pipe_table, pyplot
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -70,7 +71,7 @@ def plots(rep: TreeReport, out_dir: Path) -> list[str]:
         ax.set_title(s, fontsize=9)
     axes[0][0].set_ylabel("tokens per target call")
     fig.tight_layout()
-    fig.savefig(out_dir / "trees.png", dpi=110)
+    atomic_write(out_dir / "trees.png", lambda fh: fig.savefig(fh, dpi=110, format="png"))
     plt.close(fig)
     files.append(str(out_dir / "trees.png"))
     fig, axes = plt.subplots(1, len(shapes), figsize=(2.6 * len(shapes), 3.2), squeeze=False, sharey=True)
@@ -84,7 +85,7 @@ def plots(rep: TreeReport, out_dir: Path) -> list[str]:
         ax.legend(fontsize=6)
     axes[0][0].set_ylabel("P(accepted >= d)")
     fig.tight_layout()
-    fig.savefig(out_dir / "trees_profile.png", dpi=110)
+    atomic_write(out_dir / "trees_profile.png", lambda fh: fig.savefig(fh, dpi=110, format="png"))
     plt.close(fig)
     files.append(str(out_dir / "trees_profile.png"))
     return files

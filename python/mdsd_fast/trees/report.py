@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._files import atomic_write
 from ..inputs.rules import check_threads
 from ..verifiers.registry import verifiers
 from ..verifiers.run import acceptance
@@ -77,7 +78,7 @@ class TreeReport:
         d = {"metadata": self.metadata, "records": self.records, "profiles": self.profiles, "findings": self.findings}
         text = json.dumps(_nan_to_none(d), indent=1)
         if path is not None:
-            Path(path).write_text(text + "\n")
+            atomic_write(path, text + "\n")
         return text
 
     def markdown(self) -> str:
@@ -114,7 +115,7 @@ def _write_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str], path: str
     for r in rows:
         w.writerow({k: ("" if isinstance(r[k], float) and math.isnan(r[k]) else r[k]) for k in columns})
     if path is not None:
-        Path(path).write_text(buf.getvalue())
+        atomic_write(path, buf.getvalue())
     return buf.getvalue()
 
 
