@@ -141,23 +141,20 @@ class GapReport:
         return out
 
     def markdown(self, *, max_rows: int | None = None, domain: str | None = None) -> str:
-        """Terminal-readable markdown: one table per scheme, a row per (domain, T, draft, n) with
-        α* (95% CI clipped to [0, 1]), the expected tokens per target call at α*, and each verifier
-        of that scheme's acceptance (its difference to α* in parentheses; * = simulated).
+        """Terminal-readable markdown, at most 100 columns: one table per scheme, a row per (domain,
+        T, draft, n) with α* ± the half-width of its 95% CI, the expected tokens per target call at
+        α*, and each verifier of that scheme's acceptance (its gap α* − acceptance in parentheses,
+        the CSV's ``gap_abs``; * = simulated).
         ``domain`` keeps only that domain ("all" = pooled over domains); ``max_rows`` caps the rows."""
         from .table import markdown
 
         return markdown(self.records, max_rows=max_rows, domain=domain)
 
     def findings_markdown(self) -> str:
-        lines = []
-        for f in self.findings:
-            if f["holds"] is None:  # a check with truncated positions it cannot settle, or an observation
-                mark = f"undecided at {f['undecided']} truncated pairs" if f.get("undecided") else "observed"
-            else:
-                mark = "holds" if f["holds"] else "DOES NOT HOLD"
-            lines.append(f"- {f['claim']}: **{mark}** — {f['evidence']}")
-        return "\n".join(lines)
+        """The findings as short bullets wrapped at 100 columns, their numbers in small tables."""
+        from .table import findings_text
+
+        return findings_text(self.findings)
 
     def plot(self, out_dir: str | os.PathLike[str]) -> list[str]:
         """PNG plots (needs matplotlib, the ``plot`` extra). Returns the files written."""
@@ -172,6 +169,17 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return o.tolist()
     return str(o)
+
+
+def _distribution_version(name: str) -> str:
+    """The installed version of a distribution (highspy has no ``__version__``), "unknown" if its
+    metadata cannot be read."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:  # pragma: no cover - a build without the metadata
+        return "unknown"
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -257,12 +265,7 @@ def gap_report(
     _run_units(todo, cfg, out, workers=workers, scheduler=scheduler, progress=progress)
     records, positions = _aggregate(units, cfg, out)
     findings = _findings(positions, cfg)
-    try:
-        import highspy
-
-        highs_version = getattr(highspy, "__version__", "")
-    except Exception:  # pragma: no cover
-        highs_version = ""
+    highs_version = _distribution_version("highspy")
     metadata = dict(
         mdsd_fast=__version__,
         numpy=np.__version__,
