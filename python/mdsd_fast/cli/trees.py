@@ -19,7 +19,7 @@ def add_trees_parser(sub: Any, parents: list[Parser]) -> None:
         parents=parents,
         help="expected tokens per target call on drafted trees, every verifier, the tree bound",
         description="Exact expected tokens per target call of every verifier on the drafted trees of a tree file "
-        "(default: the shipped SmolLM2 sample; --model gemma3-270m: the Gemma sample), per (shape, scheme, verifier), mean over trees with a 95%% "
+        "(default: the shipped SmolLM2 sample; --model gemma3-270m: the Gemma sample), per (shape, scheme, verifier), mean over trees with a 95% "
         "Student-t CI; the tree bound as an interval, the per-depth profile, the chain formula's error. "
         "Markdown on stdout; --out DIR gets trees.csv, trees.md, trees.json, trees_profile.csv and plots.",
     )

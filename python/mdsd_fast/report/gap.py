@@ -55,6 +55,7 @@ from .config import _resume_key as _resume_key
 from .config import _source_digest as _source_digest
 from .config import _unit_seed as _unit_seed
 from .config import plan_units as plan_units
+from .config import stored_temperatures
 from .scheduler import check_scheduler
 from .units import _atomic_save as _atomic_save
 from .units import _run_units as _run_units
@@ -171,6 +172,13 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
+def _no_positions(cfg: ReportConfig, have: Sequence[float]) -> ValueError:
+    return ValueError(
+        f"temperatures: no positions at T = {', '.join(f'{t:g}' for t in cfg.temperatures or ())} "
+        f"(the dataset has T = {', '.join(f'{t:g}' for t in have)})"
+    )
+
+
 def _distribution_version(name: str) -> str:
     """The installed version of a distribution (highspy has no ``__version__``), "unknown" if its
     metadata cannot be read."""
@@ -252,12 +260,15 @@ def gap_report(
         sources = [str(s) if str(s).startswith("arrays:") or not str(s) else os.path.abspath(s) for s in dataset]
     if scheduler:
         check_scheduler(scheduler)  # before the data is read: an unreachable cluster fails in seconds
+    stored = [stored_temperatures(s) for s in sources] if cfg.temperatures is not None else []
+    if stored and all(h is not None for h in stored):  # checked before the data loads
+        have = sorted(set().union(*stored))  # type: ignore[arg-type]
+        if not any(abs(t - x) < 1e-9 for t in have for x in cfg.temperatures or ()):
+            raise _no_positions(cfg, have)
     units = plan_units(sources, cfg)
     if not units:
-        have = sorted({u.temperature for u in plan_units(sources, dataclasses.replace(cfg, temperatures=None))})
-        raise ValueError(
-            f"temperatures: no positions at T = {', '.join(f'{t:g}' for t in cfg.temperatures or ())} "
-            f"(the dataset has T = {', '.join(f'{t:g}' for t in have)})"
+        raise _no_positions(
+            cfg, sorted({u.temperature for u in plan_units(sources, dataclasses.replace(cfg, temperatures=None))})
         )
     todo, reasons = units, dict[str, int]()
     if resume:
@@ -279,6 +290,7 @@ def gap_report(
         command=command or "",
         seconds=round(time.perf_counter() - t0, 3),
         confidence="95% normal interval over positions; * = simulated acceptance",
+        gap="gap_abs = alpha* - acceptance (> 0: below the bound); gap_rel = gap_abs / alpha*",
     )
     rep = GapReport(records=records, findings=findings, metadata=metadata, positions=positions)
     if tmp_holder is not None:
