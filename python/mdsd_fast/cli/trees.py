@@ -7,6 +7,7 @@ import os
 import zipfile
 from typing import Any
 
+from .._render import wrap
 from .._version import __version__
 from .args import Parser, csv_of, describe, positive_int
 
@@ -95,11 +96,11 @@ def _trees(args: argparse.Namespace) -> int:
         (out / "trees.md").write_text(
             f"# mdsd_fast tree report\n\n{rep.markdown()}\n\n## Findings\n\n{rep.findings_markdown()}\n"
         )
-        files = [str(out / f) for f in ("trees.md", "trees.csv", "trees_profile.csv", "trees.json")]
+        files = ["trees.md", "trees.csv", "trees_profile.csv", "trees.json"]
         if not args.no_plots:
             try:
-                files += rep.plot(out)
+                files += [Path(f).name for f in rep.plot(out)]
             except ImportError as exc:
-                print(f"\n(no plots: {exc})")
-        print("\nfiles: " + ", ".join(files))
+                print("\n" + "\n".join(wrap(f"(no plots: {exc})")))
+        print("\n" + "\n".join(wrap(f"files in {out}: " + ", ".join(files), indent="  ")))
     return 0
