@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import math
+import os
 import re
 import sys
 import tempfile
@@ -57,17 +58,26 @@ def did_you_mean(extra: list[str], parser: argparse.ArgumentParser) -> str:
 
 
 def writable_dir(path: str) -> Path:
-    """``path`` as an output directory, made now (with its parents) and written to once, so an
-    --out that cannot be created or written fails before any data is read."""
-    out = Path(path)
+    """``path`` as an output directory, checked by writing: a file in it if it exists, else a
+    directory in its nearest existing parent (removed again: a refused run leaves nothing behind).
+    An --out that cannot be created or written fails so before any data is read."""
+    out = Path(path).resolve()
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {path}: exists and is not a directory")
+    base = next(d for d in (out, *out.parents) if d.exists())
+    if not base.is_dir():
+        raise ValueError(f"--out {path}: cannot create it ({base} is not a writable directory)")
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
-            pass
+        if base == out:
+            with tempfile.TemporaryFile(dir=out):
+                pass
+        else:
+            os.rmdir(tempfile.mkdtemp(dir=base, prefix=".mdsd-check-"))
     except OSError as exc:
-        raise ValueError(f"--out {path}: cannot create or write it ({exc.strerror or exc})") from None
+        why = exc.strerror or str(exc)
+        raise ValueError(
+            f"--out {path}: cannot create or write it ({base} is not a writable directory: {why})"
+        ) from None
     return out.resolve()
 
 
