@@ -112,7 +112,7 @@ def _acceptance_vs_n(plt: Any, recs: list[dict[str, Any]], schemes: list[str], o
             ax = axes[i][j]
             xs = [n for n in ns if (d, s, "alpha*", n) in pooled]
             ax.plot(
-                xs, [pooled[(d, s, "alpha*", n)] for n in xs], "k-s", lw=2.2, ms=4, label="α* of the column's scheme"
+                xs, [pooled[(d, s, "alpha*", n)] for n in xs], "k-s", lw=2.2, ms=7, label="α* of the column's scheme"
             )
             for m in methods:
                 xv = [n for n in ns if (d, s, m, n) in pooled]

@@ -97,7 +97,7 @@ def plots(rep: TreeReport, out_dir: Path) -> list[str]:
     for ax in axes[0]:
         for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
             seen.setdefault(lab, h)
-    fig.tight_layout(rect=(0, 0, 0.9, 1))
+    fig.tight_layout(rect=(0, 0, 0.94, 1))
     fig.legend(list(seen.values()), list(seen), loc="center right", fontsize=7, frameon=False)
     fig.savefig(out_dir / "trees_profile.png", dpi=110)
     plt.close(fig)
