@@ -19,7 +19,7 @@ def print_report(rep: Any, args: argparse.Namespace, cfg: Any, t0: float) -> int
     """Write report.csv/json/md (and the plots) to --out and print the legend, tables and findings."""
     from ..report.log_summary import interval_markdown
     from ..report.plots import QUESTIONS
-    from ..report.table import legend
+    from ..report.table import legend, legend_entries
 
     out = Path(args.out)
     rep.to_csv(out / "report.csv")
@@ -47,7 +47,7 @@ def print_report(rep: Any, args: argparse.Namespace, cfg: Any, t0: float) -> int
         if r["method"] == "alpha*" and r["domain"] != "all" and r["n"] == cfg.ns[0] and r["scheme"] == cfg.schemes[0]
     )
     title = f"mdsd_fast {__version__} gap report: {rep.metadata['units']} groups, {positions} positions"
-    keys = "\n".join(legend(cfg.gamma, cfg.samples))  # report.md holds every domain's rows: no "pooled"
+    keys = "\n".join(f"- {e}" for e in legend_entries(cfg.gamma, cfg.samples))  # every domain's rows: not pooled
     figures = [f"### {QUESTIONS.get(Path(f).name, Path(f).stem)}\n\n![{Path(f).stem}]({Path(f).name})" for f in plots]
     (out / "report.md").write_text(
         f"# {title}\n\n## Legend\n\n{keys}\n\n## Tables\n\n{full_md}\n\n## Findings\n\n{findings}\n"

@@ -20,7 +20,7 @@ from ..inputs.rules import scheme_family
 from .config import _VERIFIER_SCHEMES
 from .findings import INTERVAL_SETS
 
-__all__ = ["GAP", "legend", "markdown", "findings_text"]
+__all__ = ["GAP", "legend", "legend_entries", "markdown", "findings_text"]
 
 #: |gap| below which a verifier counts as at α* on a row (the findings' tolerance: α* and exact
 #: acceptances are accurate to ~1e-12).
@@ -30,8 +30,8 @@ TIE_TEXT = "1e-9"
 GAP = "gap = α* − acceptance, as the CSV's gap_abs: > 0 below the bound"
 
 
-def legend(gamma: int, samples: int, pooled: bool = False) -> list[str]:
-    """The lines that say what the tables' columns mean (terminal and report.md)."""
+def legend_entries(gamma: int, samples: int, pooled: bool = False) -> list[str]:
+    """What the tables' columns mean, one entry per item (report.md lists them as bullets)."""
     text = [
         "α* = the highest acceptance a lossless verifier reaches with the scheme's drafts: its mean "
         "over positions ± the half-width of the 95% confidence interval (normal, over positions).",
@@ -41,7 +41,12 @@ def legend(gamma: int, samples: int, pooled: bool = False) -> list[str]:
     ]
     if pooled:
         text.append("Rows pool every domain (per-domain rows in report.md, report.csv and report.json).")
-    return [line for t in text for line in wrap(t)]
+    return text
+
+
+def legend(gamma: int, samples: int, pooled: bool = False) -> list[str]:
+    """The legend's lines for a terminal: :func:`legend_entries` wrapped at 100 columns."""
+    return [line for t in legend_entries(gamma, samples, pooled) for line in wrap(t)]
 
 
 def _finite(x: Any) -> bool:
@@ -127,7 +132,7 @@ def markdown(records: Sequence[dict[str, Any]], *, max_rows: int | None = None, 
         tables = split_table(header + names, rows, right, keys=header.index("n") + 1)
         for i, t in enumerate(tables):
             out += [f"scheme {s}{where}{' (continued)' if i else ''}:", "", *t, ""]
-        out[-1:] = [*notes, ""] if notes else [""]
+        out += [*notes, ""] if notes else []  # after a blank line: markdown would read a row on
     if max_rows is not None and shown < total:
         out.append(f"… {total - shown} more rows in the CSV/JSON")
     return "\n".join(out).rstrip("\n")
