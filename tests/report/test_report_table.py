@@ -139,3 +139,22 @@ def test_max_rows_caps_every_table_together(rep: GapReport) -> None:
     assert md.endswith(f"… {total - 4} more rows in the CSV/JSON")
     several = rep.markdown()  # every domain: a domain column
     assert _cells(several)["iid"][0][0] == "domain"
+
+
+def test_interval_findings_render_as_a_table() -> None:
+    # the shape findings.findings gives the cut-sample intervals (values per "scheme/n", wor wins)
+    ends = dict(positions=40, mean_low=0.61, mean_high=0.66, width_p50=0.031, width_max=0.2, mean_alpha=0.63)
+    f = dict(
+        claim="α* of the uncut rows (the sample is cut to its top tokens)",
+        holds=None,
+        evidence="…",
+        values={"iid/2": ends, "wor/2": dict(ends, mean_low=0.64), "wor>iid/2": 0.45},
+    )
+    checked = dict(claim="rrs stays below α*_iid", holds=None, evidence="…", undecided=3,
+                   truncated=dict(positions=10, hold=6, fail=1, undecided=3),
+                   values=dict(pairs=10, above=0, below=7, exact=True, mean_gap={"2": 0.02}, at_bound={}))  # fmt: skip
+    text = findings_text([f, checked])
+    assert max(len(line) for line in text.splitlines()) <= 100
+    assert "| iid    | 2 |  40 |             0.6300 | [0.6100, 0.6600] |" in text
+    assert "(wor low > iid high) at n = 2: 45%" in text.replace("\n  ", " ")
+    assert "**undecided at 3 truncated pairs**" in text and "6 of 10 hold over the whole interval" in text
