@@ -99,3 +99,10 @@ def test_trees_stdout_fits_100_columns(tmp_path: Path, capsys: pytest.CaptureFix
     long = [line for line in text.splitlines() if len(line) > WIDTH]
     assert not long, long
     assert "Findings on this data:" in text and "| shape" in text
+
+
+def test_a_refusal_note_drops_the_argument_names_it_passed_through() -> None:
+    from mdsd_fast.trees._report_table import _note
+
+    note = "refused on 2 of 18 trees: trees: scheme: 'optimal' for 'wor' drafts at this support size"
+    assert _note(note) == "refused on 2 of 18 trees: 'optimal' for 'wor' drafts at this support size"
