@@ -126,7 +126,15 @@ CASES: list[tuple[str, str]] = [
     ("report --max-rows -1", "argument --max-rows"),
     ("report --seed -3", "argument --seed"),
     ("report --no-such-option", "unrecognized arguments: --no-such-option"),
+    ("report --shemes iid", "unrecognized arguments: --shemes iid; did you mean '--schemes'?"),
     ("nosuchcommand", "invalid choice: 'nosuchcommand'"),
+    ("reprot", "invalid choice: 'reprot'"),
+    ("reprot", "did you mean 'report'?"),
+    # combinations: a verifier asked for by name that would never run is named, not dropped
+    ("report --schemes wor --verifiers rrs", "argument --verifiers: rrs runs under iid, top<m>+iid drafts, not"),
+    ("report --verifiers spechub,rrs --n 3", "argument --verifiers: spechub runs at n = 2 only, not at n = 3"),
+    # checked before the shipped data loads (the case's time limit)
+    ("report --temperatures 0.5", "argument --temperatures: no positions at T = 0.5 (the dataset has T = 0.7, 1)"),
     # the scheduler
     ("report --scheduler tcp://127.0.0.1:{port}", "cannot reach a Dask scheduler at tcp://127.0.0.1:"),
     ("report --scheduler tcp://127.0.0.1", "scheduler: expected tcp://HOST:PORT"),

@@ -163,14 +163,23 @@ def test_plots_are_written(shards: Path, tmp_path: Path) -> None:
     rep = gap_report(shards, config=CFG, out_dir=tmp_path / "out")
     files = rep.plot(tmp_path / "plots")
     names = sorted(os.path.basename(f) for f in files)
-    assert names == [
-        "acceptance_vs_n.png",
-        "acceptance_vs_temperature.png",
-        "gap_per_verifier.png",
-        "wor_minus_iid.png",
-    ]
+    # two temperatures: no temperature figure (a segment per series answers nothing)
+    assert names == ["acceptance_vs_n.png", "gap_per_verifier.png", "wor_minus_iid.png"]
     for f in files:
         assert Path(f).stat().st_size > 10_000
+    three = [dict(r, temperature=1.5) for r in rep.records if r["temperature"] == 1.0]
+    more = GapReport(records=rep.records + three, findings=[], metadata={}, positions=rep.positions)
+    assert "acceptance_vs_temperature.png" in {os.path.basename(f) for f in more.plot(tmp_path / "three")}
+
+
+def test_plots_read_with_one_scheme_and_one_n(shards: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from mdsd_fast.report.plots import QUESTIONS
+
+    cfg = ReportConfig(schemes=("iid",), ns=(2,), verifiers=("rrs", "optimal"), threads=1)
+    rep = gap_report(shards, config=cfg, out_dir=tmp_path / "out")
+    files = [os.path.basename(f) for f in rep.plot(tmp_path / "plots")]
+    assert files == ["acceptance_vs_n.png", "gap_per_verifier.png"] and set(files) <= set(QUESTIONS)
 
 
 def test_config_is_validated() -> None:

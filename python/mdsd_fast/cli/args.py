@@ -9,10 +9,15 @@ a line saying how to report it, and the exit code is 3 (1 is the audit's "not lo
 from __future__ import annotations
 
 import argparse
+import difflib
 import math
+import os
+import re
 import sys
+import tempfile
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NoReturn
 
 from .._version import __version__
@@ -34,7 +39,46 @@ class Parser(argparse.ArgumentParser):
     subcommands: dict[str, argparse.ArgumentParser] = {}
 
     def error(self, message: str) -> NoReturn:
+        m = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if m:  # a mistyped subcommand or choice: the nearest valid one
+            close = difflib.get_close_matches(m.group(1), re.findall(r"'([^']*)'", m.group(2)), n=1)
+            if close:
+                message += f"; did you mean {close[0]!r}?"
         self.exit(EXIT_USER_ERROR, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def did_you_mean(extra: list[str], parser: argparse.ArgumentParser) -> str:
+    """ "; did you mean '--x'?" for the first unrecognized option close to one of ``parser``'s."""
+    options = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    for arg in extra:
+        close = difflib.get_close_matches(arg.split("=")[0], options, n=1) if arg.startswith("--") else []
+        if close:
+            return f"; did you mean {close[0]!r}?"
+    return ""
+
+
+def writable_dir(path: str) -> Path:
+    """``path`` as an output directory, checked by writing: a file in it if it exists, else a
+    directory in its nearest existing parent (removed again: a refused run leaves nothing behind).
+    An --out that cannot be created or written fails so before any data is read."""
+    out = Path(path).resolve()
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {path}: exists and is not a directory")
+    base = next(d for d in (out, *out.parents) if d.exists())
+    if not base.is_dir():
+        raise ValueError(f"--out {path}: cannot create it ({base} is not a writable directory)")
+    try:
+        if base == out:
+            with tempfile.TemporaryFile(dir=out):
+                pass
+        else:
+            os.rmdir(tempfile.mkdtemp(dir=base, prefix=".mdsd-check-"))
+    except OSError as exc:
+        why = exc.strerror or str(exc)
+        raise ValueError(
+            f"--out {path}: cannot create or write it ({base} is not a writable directory: {why})"
+        ) from None
+    return out.resolve()
 
 
 def debug_parent() -> Parser:

@@ -22,7 +22,9 @@ def _load_callable(spec: str, what: str) -> Any:
 
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"{what}: expected module:function (e.g. my_engine.verify:verify), got {spec!r}")
+        raise ValueError(
+            f"{what}: expected module:function (e.g. my_engine:verify or path/to/engine.py:verify), got {spec!r}"
+        )
     try:
         if module_name.endswith(".py"):
             loc = importlib.util.spec_from_file_location(os.path.basename(module_name)[:-3], module_name)

@@ -18,7 +18,18 @@ from ..data import SHIPPED_MODELS, default_dataset_path
 from ..inputs.rules import Scheme
 from ..limits import REPORT_MAX_N
 from ..report.gap import DEFAULT_VERIFIERS
-from .args import Parser, csv_of, debug_parent, finite_float, nonnegative_int, positive_float, positive_int, run
+from .args import (
+    Parser,
+    csv_of,
+    debug_parent,
+    did_you_mean,
+    finite_float,
+    nonnegative_int,
+    positive_float,
+    positive_int,
+    run,
+    writable_dir,
+)
 
 # The worked examples of docs/theory/examples.md §10 (p, q).
 EXAMPLES: dict[str, tuple[list[float], list[float]]] = {
@@ -118,8 +129,9 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
     rp.add_argument(
         "--verifiers",
         type=csv_of(str),
-        default=DEFAULT_VERIFIERS,
-        help=f"comma-separated (default {','.join(DEFAULT_VERIFIERS)}; also optimal-lp on small data)",
+        default=None,
+        help=f"comma-separated, each run under the --schemes it drafts for (default {','.join(DEFAULT_VERIFIERS)}; "
+        "also optimal-lp on small data)",
     )
     rp.add_argument(
         "--temperatures", type=csv_of(finite_float), default=None, help="only these temperatures, comma-separated"
@@ -138,7 +150,12 @@ def _add_report_parser(sub: Any, parents: list[Parser]) -> None:
         help="work budget per position of the without-replacement optimal verifier ('sweep'), in grid "
         "operations (default: mdsd_fast.WOR_WORK_BUDGET); a larger budget certifies more positions, slower",
     )
-    rp.add_argument("--seed", type=nonnegative_int, default=0)
+    rp.add_argument(
+        "--seed",
+        type=nonnegative_int,
+        default=0,
+        help="seed of the simulated verifiers (default 0; exact ones ignore it)",
+    )
     rp.add_argument(
         "--bounds",
         action="store_true",
@@ -208,7 +225,6 @@ def _load_npy(path: str) -> Any:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from ..report.gap import GapReport, ReportConfig, gap_report
 
@@ -218,7 +234,7 @@ def _report(args: argparse.Namespace) -> int:
         cfg = ReportConfig(
             schemes=args.schemes,
             ns=args.n,
-            verifiers=args.verifiers,
+            verifiers=args.verifiers or DEFAULT_VERIFIERS,
             temperatures=args.temperatures,
             exact=not args.simulate,
             samples=args.samples,
@@ -233,12 +249,10 @@ def _report(args: argparse.Namespace) -> int:
         if field_ not in _CONFIG_OPTIONS:
             raise
         raise ValueError(f"argument {_CONFIG_OPTIONS[field_]}: {rest}") from None
-    out = Path(args.out).resolve()
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {args.out}: exists and is not a directory")
-    base = next(d for d in (out, *out.parents) if d.exists())  # checked now, not after the first group
-    if not base.is_dir() or not os.access(base, os.W_OK | os.X_OK):
-        raise ValueError(f"--out {args.out}: cannot create or write it ({base} is not a writable directory)")
+    idle = cfg.idle_verifiers()
+    if args.verifiers is not None and idle:  # asked for by name: never dropped without a word
+        raise ValueError("argument --verifiers: " + "; ".join(f"{v} {why}" for v, why in idle.items()))
+    out = writable_dir(args.out)  # checked now, not after the data has loaded
     from ..report.logs import is_log_dir, log_report
     from .output import print_report
 
@@ -266,16 +280,22 @@ def _report(args: argparse.Namespace) -> int:
     dataset: Any = args.dataset if args.model is None else default_dataset_path(args.model)
     if args.arrays:
         dataset = (_load_npy(args.arrays[0]), _load_npy(args.arrays[1]))
-    rep: GapReport = gap_report(
-        dataset,
-        config=cfg,
-        out_dir=out,
-        resume=args.resume,
-        workers=args.workers,
-        scheduler=args.scheduler,
-        progress=progress,
-        command=command,
-    )
+    try:
+        rep: GapReport = gap_report(
+            dataset,
+            config=cfg,
+            out_dir=out,
+            resume=args.resume,
+            workers=args.workers,
+            scheduler=args.scheduler,
+            progress=progress,
+            command=command,
+        )
+    except ValueError as exc:
+        field_, _, rest = str(exc).partition(": ")
+        if field_ != "temperatures":
+            raise
+        raise ValueError(f"argument --temperatures: {rest}") from None
     return print_report(rep, args, cfg, t0)
 
 
@@ -295,7 +315,14 @@ def build_parser() -> Parser:
     )
     parents = [debug_parent()]
     _add_report_parser(sub, parents)
-    demo = sub.add_parser("demo", parents=parents, help="print alpha* for every scheme on built-in examples")
+    demo = sub.add_parser(
+        "demo",
+        parents=parents,
+        help="print alpha* for every scheme on built-in examples",
+        description="alpha* of the iid, wor and greedy schemes on the worked examples of "
+        "docs/theory/examples.md and on a synthetic pair at V = 49,152, each checked against the HiGHS "
+        "flow LP; exit code 1 if a value differs from the LP's. Takes a few seconds.",
+    )
     demo.add_argument("--max-n", type=positive_int, default=4, help="largest number of drafts (default 4)")
     demo.set_defaults(func=_demo)
     from .audit import add_audit_parser
@@ -321,8 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``mdsd-fast``; returns the exit code (see ``mdsd-fast --help``)."""
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if extra:  # name the subcommand whose options these are not
-        parser.subcommands.get(args.command, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:  # name the subcommand whose options these are not, and the option meant
+        sub = parser.subcommands.get(args.command, parser)
+        sub.error(f"unrecognized arguments: {' '.join(extra)}{did_you_mean(extra, sub)}")
     if args.command is None:  # bare `mdsd-fast`: what it can do, not a several-minute report
         parser.print_help()
         return 0

@@ -16,7 +16,6 @@ import numpy as np
 from .._torch import torch_module
 from ..data import default_dataset_path
 from ..extract import distributions as lm
-from ..extract import trees as lm_trees
 from ..extract.drafts import LayerSkipDraft, ModelDraft, ngram_draft_from_text
 from ..extract.presets import build_default_dataset
 from ..extract.trees import build_tree_dataset
@@ -139,8 +138,10 @@ def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()
         "extract",
         parents=list(parents),
         help="record target/draft next-token distributions from language models",
-        description=lm.__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Record real next-token distributions (target p, draft q) from causal language models "
+        "into a dataset file (.npz) that `mdsd-fast report --dataset` reads. Needs torch and transformers "
+        "(the models extra: pip install '.[models]' in a clone of the repository). --default-dataset "
+        "rebuilds the shipped SmolLM2-135M dataset, offline (docs/guide/data.md).",
     )
     ap.add_argument(
         "--default-dataset",
@@ -163,11 +164,24 @@ def add_extract_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()
         help="NAME=layerskip:I,J,... | NAME=model:PATH | NAME=ngram:ORDER:CORPUS.txt (repeatable)",
     )
     ap.add_argument("--prompts", help="JSON-lines prompts (id, domain, text); default: the shipped prompts")
-    ap.add_argument("--temperatures", type=positive_float, nargs="+", default=list(lm.DEFAULT_TEMPERATURES))
-    ap.add_argument("--max-new-tokens", type=positive_int, default=lm.DEFAULT_MAX_NEW_TOKENS)
+    ap.add_argument(
+        "--temperatures",
+        type=positive_float,
+        nargs="+",
+        default=list(lm.DEFAULT_TEMPERATURES),
+        help=f"sampling temperatures (default {' '.join(f'{t:g}' for t in lm.DEFAULT_TEMPERATURES)})",
+    )
+    ap.add_argument(
+        "--max-new-tokens",
+        type=positive_int,
+        default=lm.DEFAULT_MAX_NEW_TOKENS,
+        help=f"tokens generated per prompt (default {lm.DEFAULT_MAX_NEW_TOKENS})",
+    )
     ap.add_argument("--record-every", type=positive_int, default=1, help="record every k-th generated position")
-    ap.add_argument("--seed", type=nonnegative_int, default=lm.DEFAULT_SEED)
-    ap.add_argument("--no-chat-template", action="store_true")
+    ap.add_argument(
+        "--seed", type=nonnegative_int, default=lm.DEFAULT_SEED, help=f"sampling seed (default {lm.DEFAULT_SEED})"
+    )
+    ap.add_argument("--no-chat-template", action="store_true", help="feed the prompts as plain text")
     ap.add_argument(
         "--threads", type=positive_int, default=1, help="torch threads (default 1: fastest on small machines)"
     )
@@ -190,8 +204,15 @@ def _cmd_extract_trees(args: argparse.Namespace) -> int:
 
 def add_extract_trees_parser(sub: Any, parents: Sequence[argparse.ArgumentParser] = ()) -> None:
     """Register the ``extract-trees`` subcommand on an argparse subparsers object."""
-    ap = sub.add_parser("extract-trees", help="grow draft trees from a real model", description=lm_trees.__doc__,
-                        formatter_class=argparse.RawDescriptionHelpFormatter, parents=list(parents))  # fmt: skip
+    ap = sub.add_parser(
+        "extract-trees",
+        help="grow draft trees from a real model",
+        description="Grow draft trees from a real model and record the target and draft distributions at "
+        "every node into a tree file (.npz) that `mdsd-fast trees --data` reads. Needs torch and "
+        "transformers (the models extra: pip install '.[models]' in a clone of the repository). --sample "
+        "rebuilds the shipped sample (docs/guide/trees.md).",
+        parents=list(parents),
+    )
     ap.add_argument("--sample", action="store_true", help="the shipped sample (written into the package by default)")
     ap.add_argument("--model", type=_model_choice, default="smollm2-135m",
                     help="smollm2-135m (default) or gemma3-270m (a preset of mdsd_fast.extract.presets)")  # fmt: skip

@@ -8,6 +8,7 @@ import zipfile
 from typing import Any
 
 from .._files import atomic_write
+from .._render import wrap
 from .._version import __version__
 from .args import Parser, csv_of, describe, positive_int
 
@@ -20,7 +21,7 @@ def add_trees_parser(sub: Any, parents: list[Parser]) -> None:
         parents=parents,
         help="expected tokens per target call on drafted trees, every verifier, the tree bound",
         description="Exact expected tokens per target call of every verifier on the drafted trees of a tree file "
-        "(default: the shipped SmolLM2 sample; --model gemma3-270m: the Gemma sample), per (shape, scheme, verifier), mean over trees with a 95%% "
+        "(default: the shipped SmolLM2 sample; --model gemma3-270m: the Gemma sample), per (shape, scheme, verifier), mean over trees with a 95% "
         "Student-t CI; the tree bound as an interval, the per-depth profile, the chain formula's error. "
         "Markdown on stdout; --out DIR gets trees.csv, trees.md, trees.json, trees_profile.csv and plots.",
     )
@@ -100,11 +101,11 @@ def _trees(args: argparse.Namespace) -> int:
             out / "trees.md",
             f"# mdsd_fast tree report\n\n{rep.markdown()}\n\n## Findings\n\n{rep.findings_markdown()}\n",
         )
-        files = [str(out / f) for f in ("trees.md", "trees.csv", "trees_profile.csv", "trees.json")]
+        files = ["trees.md", "trees.csv", "trees_profile.csv", "trees.json"]
         if not args.no_plots:
             try:
-                files += rep.plot(out)
+                files += [Path(f).name for f in rep.plot(out)]
             except ImportError as exc:
-                print(f"\n(no plots: {exc})")
-        print("\nfiles: " + ", ".join(files))
+                print("\n" + "\n".join(wrap(f"(no plots: {exc})")))
+        print("\n" + "\n".join(wrap(f"files in {out}: " + ", ".join(files), indent="  ")))
     return 0

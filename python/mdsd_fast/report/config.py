@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import os
+import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.machinery import EXTENSION_SUFFIXES
@@ -105,6 +106,23 @@ class ReportConfig:
     def pairs(self) -> list[tuple[str, int]]:
         """(scheme, n) pairs with an alpha*: a mixed scheme top<m>+... needs n > m."""
         return [(s, n) for s in self.schemes for n in self.ns if _drafts_needed(s, n)[0] <= n]
+
+    def idle_verifiers(self) -> dict[str, str]:
+        """The verifiers of the config that run nowhere (no scheme they draft for, or not at their
+        n), each with the reason, e.g. ``{"rrs": "runs under iid, top<m>+iid drafts, not under wor"}``."""
+        ran = {v for v, _, _ in self.verifier_runs()}
+        out = {}
+        for v in self.verifiers:
+            if v in ran:
+                continue
+            own = _VERIFIER_SCHEMES.get(v, ())
+            if not any(scheme_family(s) in own for s in self.schemes):
+                out[v] = f"runs under {', '.join(own)} drafts, not under {', '.join(self.schemes)}"
+            else:
+                fixed = _FIXED_N.get(v)
+                at = f"n = {fixed} only" if fixed is not None else "n >= 2 only"
+                out[v] = f"runs at {at}, not at n = {', '.join(map(str, self.ns))}"
+        return out
 
     def verifier_runs(self) -> list[tuple[str, str, int]]:
         """(verifier, scheme, n) triples the report evaluates."""
@@ -254,6 +272,19 @@ def _unit_rows(ds: LMDataset, unit: Unit) -> LMDataset:
 def _unit_seed(seed: int, key: str) -> int:
     h = hashlib.sha256(f"{seed}:{key}".encode()).digest()
     return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
+
+
+def stored_temperatures(source: str) -> set[float] | None:
+    """The temperatures of a dataset file, read from its small per-context member alone (a second,
+    not the seconds of a full load); None for user arrays or a file that does not read so (the full
+    load then says what is wrong with it)."""
+    if source.startswith("arrays:"):
+        return None
+    try:
+        with np.load(source or default_dataset_path(), allow_pickle=False) as z:
+            return {float(t) for t in np.unique(z["ctx_temperature"])}
+    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+        return None
 
 
 def plan_units(sources: Sequence[str], cfg: ReportConfig) -> list[Unit]:

@@ -296,7 +296,15 @@ def _truncation(summary: Summary, cfg: ReportConfig) -> list[dict[str, Any]]:
                     else:
                         head += "mean ends "
                     parts.append(f"{head}[{lo:.4f}, {hi:.4f}] (width p50 {p50:.3f}, max {w.hi:.3f})")
-                    values[f"{s}/{n}"] = dict(positions=w.n, mean_low=lo, mean_high=hi, width_p50=p50, width_max=w.hi)
+                    a = get(f"{k}/alpha")
+                    values[f"{s}/{n}"] = dict(
+                        positions=w.n,
+                        mean_low=lo,
+                        mean_high=hi,
+                        width_p50=p50,
+                        width_max=w.hi,
+                        mean_alpha=a.mean if a.n else float("nan"),
+                    )
             win = get(f"ends/{prefix}/wor>iid/{n}")
             if win.n:
                 wins.append(f"n={n}: {win.mean:.0%}")

@@ -56,6 +56,7 @@ from .config import _resume_key as _resume_key
 from .config import _source_digest as _source_digest
 from .config import _unit_seed as _unit_seed
 from .config import plan_units as plan_units
+from .config import stored_temperatures
 from .scheduler import check_scheduler
 from .units import _atomic_save as _atomic_save
 from .units import _run_units as _run_units
@@ -142,23 +143,20 @@ class GapReport:
         return out
 
     def markdown(self, *, max_rows: int | None = None, domain: str | None = None) -> str:
-        """Terminal-readable markdown: one table per scheme, a row per (domain, T, draft, n) with
-        α* (95% CI clipped to [0, 1]), the expected tokens per target call at α*, and each verifier
-        of that scheme's acceptance (its difference to α* in parentheses; * = simulated).
+        """Terminal-readable markdown, at most 100 columns: one table per scheme, a row per (domain,
+        T, draft, n) with α* ± the half-width of its 95% CI, the expected tokens per target call at
+        α*, and each verifier of that scheme's acceptance (its gap α* − acceptance in parentheses,
+        the CSV's ``gap_abs``; * = simulated).
         ``domain`` keeps only that domain ("all" = pooled over domains); ``max_rows`` caps the rows."""
         from .table import markdown
 
         return markdown(self.records, max_rows=max_rows, domain=domain)
 
     def findings_markdown(self) -> str:
-        lines = []
-        for f in self.findings:
-            if f["holds"] is None:  # a check with truncated positions it cannot settle, or an observation
-                mark = f"undecided at {f['undecided']} truncated pairs" if f.get("undecided") else "observed"
-            else:
-                mark = "holds" if f["holds"] else "DOES NOT HOLD"
-            lines.append(f"- {f['claim']}: **{mark}** — {f['evidence']}")
-        return "\n".join(lines)
+        """The findings as short bullets wrapped at 100 columns, their numbers in small tables."""
+        from .table import findings_text
+
+        return findings_text(self.findings)
 
     def plot(self, out_dir: str | os.PathLike[str]) -> list[str]:
         """PNG plots (needs matplotlib, the ``plot`` extra). Returns the files written."""
@@ -173,6 +171,24 @@ def _json_default(o: Any) -> Any:
     if isinstance(o, np.ndarray):
         return o.tolist()
     return str(o)
+
+
+def _no_positions(cfg: ReportConfig, have: Sequence[float]) -> ValueError:
+    return ValueError(
+        f"temperatures: no positions at T = {', '.join(f'{t:g}' for t in cfg.temperatures or ())} "
+        f"(the dataset has T = {', '.join(f'{t:g}' for t in have)})"
+    )
+
+
+def _distribution_version(name: str) -> str:
+    """The installed version of a distribution (highspy has no ``__version__``), "unknown" if its
+    metadata cannot be read."""
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:  # pragma: no cover - a build without the metadata
+        return "unknown"
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -241,12 +257,15 @@ def gap_report(
         sources = [str(s) if str(s).startswith("arrays:") or not str(s) else os.path.abspath(s) for s in dataset]
     if scheduler:
         check_scheduler(scheduler)  # before the data is read: an unreachable cluster fails in seconds
+    stored = [stored_temperatures(s) for s in sources] if cfg.temperatures is not None else []
+    if stored and all(h is not None for h in stored):  # checked before the data loads
+        have = sorted(set().union(*stored))  # type: ignore[arg-type]
+        if not any(abs(t - x) < 1e-9 for t in have for x in cfg.temperatures or ()):
+            raise _no_positions(cfg, have)
     units = plan_units(sources, cfg)
     if not units:
-        have = sorted({u.temperature for u in plan_units(sources, dataclasses.replace(cfg, temperatures=None))})
-        raise ValueError(
-            f"temperatures: no positions at T = {', '.join(f'{t:g}' for t in cfg.temperatures or ())} "
-            f"(the dataset has T = {', '.join(f'{t:g}' for t in have)})"
+        raise _no_positions(
+            cfg, sorted({u.temperature for u in plan_units(sources, dataclasses.replace(cfg, temperatures=None))})
         )
     todo, reasons = units, dict[str, int]()
     if resume:
@@ -254,12 +273,7 @@ def gap_report(
     _run_units(todo, cfg, out, workers=workers, scheduler=scheduler, progress=progress)
     records, positions = _aggregate(units, cfg, out)
     findings = _findings(positions, cfg)
-    try:
-        import highspy
-
-        highs_version = getattr(highspy, "__version__", "")
-    except Exception:  # pragma: no cover
-        highs_version = ""
+    highs_version = _distribution_version("highspy")
     metadata = dict(
         mdsd_fast=__version__,
         numpy=np.__version__,
@@ -273,6 +287,7 @@ def gap_report(
         command=command or "",
         seconds=round(time.perf_counter() - t0, 3),
         confidence="95% normal interval over positions; * = simulated acceptance",
+        gap="gap_abs = alpha* - acceptance (> 0: below the bound); gap_rel = gap_abs / alpha*",
     )
     rep = GapReport(records=records, findings=findings, metadata=metadata, positions=positions)
     if tmp_holder is not None:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from .._render import wrap
+
 if TYPE_CHECKING:  # pragma: no cover
     from .report import TreeReport
 
@@ -80,6 +82,11 @@ def findings(rep: TreeReport) -> list[dict[str, Any]]:
                             text=f"{shape}: tree bound {kind} {b['bound_low']:.3f}..{b['bound_high']:.3f} tokens/call "
                             f"(mean over trees); best per-node verifier {top:.3f}"))  # fmt: skip
     return out
+
+
+def findings_markdown(found: list[dict[str, Any]]) -> str:
+    """The findings as bullets wrapped at 100 columns."""
+    return "\n".join(line for f in found for line in wrap(f"- {f['text']}", indent="  "))
 
 
 # Two-sided 95 % Student-t quantiles t_{0.975, df}, df = 1..30 (tests check them against scipy).

@@ -88,8 +88,10 @@ class TreeReport:
         return markdown(self.records, self.profiles)
 
     def findings_markdown(self) -> str:
-        """The findings as bullet lines."""
-        return "\n".join(f"- {f['text']}" for f in self.findings)
+        """The findings as bullet lines wrapped at 100 columns."""
+        from ._report_findings import findings_markdown
+
+        return findings_markdown(self.findings)
 
     def plot(self, out_dir: str | os.PathLike[str]) -> list[str]:
         """PNG plots (matplotlib, the ``plot`` extra): tokens per call per shape, the per-depth profiles."""
