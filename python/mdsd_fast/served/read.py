@@ -31,8 +31,10 @@ BLOCK = 4096
 LOGPROB_TOL = 1e-3
 
 
-def segments(path: Path, size: int = SEGMENT_BYTES) -> list[tuple[int, int]]:
-    """Byte ranges [start, stop) of ``path``, each starting at a line start."""
+def segments(path: Path, size: int | None = None) -> list[tuple[int, int]]:
+    """Byte ranges [start, stop) of ``path`` of about ``size`` bytes (default SEGMENT_BYTES), each
+    starting at a line start."""
+    size = SEGMENT_BYTES if size is None else size
     total = path.stat().st_size
     starts = [0]
     with open(path, "rb") as fh:
