@@ -17,7 +17,9 @@ from .stats import (
     REPLICATES,
     Tally,
     asymptotic_pvalue,
+    chi2,
     mc_pvalue,
+    mean_z,
     position_labels,
     rank_z,
     tv_detectable,
@@ -71,6 +73,8 @@ class ServedCheck:
     impossible: int
     inconsistent: int  #: positions whose token logprob disagrees with its top_logprobs (not tested)
     histogram: tuple[int, ...]  #: counts of the PIT values in 20 equal bins of [0, 1)
+    chi2: float  #: Pearson's chi-square of the histogram (19 degrees of freedom)
+    z: float  #: z of the mean bin: < 0, the top logged tokens are over-emitted; > 0, the tail
     by_rank: tuple[RankRow, ...]
     by_position: tuple[GroupRow, ...]
     by_temperature: tuple[GroupRow, ...]
@@ -82,6 +86,8 @@ class ServedCheck:
         lines = [
             f"{self.path}: {self.positions:,} positions, p-value {self.pvalue:.4g} at alpha {self.alpha:g}: {verdict}",
             f"detects with probability 0.9 a deviation of TV >= {self.tv_detectable:.4f} (PIT law, 20 bins)",
+            f"PIT histogram: chi-square {self.chi2:.1f} (19 df), mean-bin z {self.z:+.2f} "
+            "(< 0: the top logged tokens over-emitted, > 0: the tail)",
         ]
         if self.impossible:
             lines.append(f"{self.impossible} emitted token(s) had no logged mass at all (each one proves a bug)")
@@ -188,6 +194,8 @@ def check_served(
         impossible=tally.impossible,
         inconsistent=tally.inconsistent,
         histogram=tuple(int(c) for c in tally.u),
+        chi2=float(chi2(tally.u)[0]),
+        z=float(mean_z(tally.u)[0]),
         by_rank=by_rank,
         by_position=_groups(list(position_labels()), list(tally.by_position), list(tally.top_position)),
         by_temperature=_groups(

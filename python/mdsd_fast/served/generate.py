@@ -70,12 +70,17 @@ def _top(ids: NDArray[np.int64], v: NDArray[np.float64], k: int) -> dict[int, fl
     return dict(zip(ids[keep].tolist(), (v[keep] / v[keep].sum()).tolist(), strict=True))
 
 
+def _check(name: str, v: Any, lo: int, hi: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= int(v) <= hi:
+        raise ValueError(f"{name}: expected an integer in [{lo}, {hi}], got {v!r}")
+    return int(v)
+
+
 def served_rows(model: str = "smollm2-135m", top_k: int = 50) -> ServedRows:
     """The shipped dataset of ``model`` processed with ``top_k`` (see the module docstring)."""
-    if isinstance(top_k, bool) or not isinstance(top_k, numbers.Integral) or not 1 <= top_k <= 4096:
-        raise ValueError(f"top_k: expected an integer in [1, 4096], got {top_k!r}")
+    top_k = _check("top_k", top_k, 1, 4096)
     ds = load_dataset(model=model)
-    width = 2 * int(top_k) + 1
+    width = 2 * top_k + 1
     R = len(ds)
     ids = np.full((R, width), -1, np.int64)
     p, q = np.zeros((R, width)), np.zeros((R, width))
@@ -94,7 +99,7 @@ def _sample(rows: NDArray[np.float64], rng: np.random.Generator) -> NDArray[np.i
     """One inverse-CDF draw per row."""
     cum = np.cumsum(rows, axis=1)
     u = rng.random(rows.shape[0]) * cum[:, -1]
-    return np.minimum((cum <= u[:, None]).sum(axis=1), rows.shape[1] - 1).astype(np.int64)
+    return np.asarray(np.minimum((cum <= u[:, None]).sum(axis=1), rows.shape[1] - 1), dtype=np.int64)
 
 
 def _top_p_rows(p: NDArray[np.float64], canonical: bool) -> NDArray[np.float64]:
@@ -107,7 +112,7 @@ def _top_p_rows(p: NDArray[np.float64], canonical: bool) -> NDArray[np.float64]:
     keep[:, 0] = True
     out = np.zeros_like(p)
     np.put_along_axis(out, order, np.where(keep, sp, 0.0), axis=1)
-    return out / out.sum(axis=1, keepdims=True)
+    return np.asarray(out / out.sum(axis=1, keepdims=True), dtype=np.float64)
 
 
 def _chain(P: Any, Q: Any, drafts: Any, qv: Any, rng: np.random.Generator) -> NDArray[np.int64]:
@@ -200,12 +205,6 @@ def _step(engine: str, rows: NDArray[np.int64], sr: ServedRows, P: Any, rng: np.
     raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
 
 
-def _check(name: str, v: Any, lo: int, hi: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or not lo <= int(v) <= hi:
-        raise ValueError(f"{name}: expected an integer in [{lo}, {hi}], got {v!r}")
-    return int(v)
-
-
 def generate_served(
     out: str | os.PathLike[str],
     engine: str = "vllm",
@@ -224,12 +223,15 @@ def generate_served(
     from the shipped data of ``model``; returns the path. ``rows`` reuses :func:`served_rows`."""
     if engine not in ENGINES:
         raise ValueError(f"engine: expected one of {', '.join(ENGINES)}, got {engine!r}")
+    top_k = _check("top_k", top_k, 1, 4096)
     responses = _check("responses", responses, 1, 10**8)
     length = _check("length", length, 1, 10**6)
     gamma = _check("gamma", gamma, 1, 16)
     top_logprobs = _check("top_logprobs", top_logprobs, 0, 2 * top_k)
     seed = _check("seed", seed, 0, 2**63 - 1)
     sr = rows if rows is not None else served_rows(model, top_k)
+    if top_logprobs > sr.ids.shape[1]:
+        raise ValueError(f"top_logprobs: at most {sr.ids.shape[1]} tokens are served per row, got {top_logprobs}")
     rng = np.random.default_rng(seed)
     logged = _top_p_rows(sr.p, canonical=True) if engine == "top-p" else sr.p
     target = _top_p_rows(sr.p, canonical=False) if engine == "top-p" else sr.p

@@ -128,16 +128,25 @@ class Tally:
             top += (hit[sel].sum(), top1[sel].sum(), (top1[sel] * (1 - top1[sel])).sum())
 
 
-def _statistics(counts: NDArray[np.int64]) -> NDArray[np.float64]:
-    """(Pearson's chi-square, |z| of the mean bin) of U histograms, one row per histogram."""
+def mean_z(counts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """z of the mean bin of U histograms (one per row): below 0 when U leans to 0, the top of the
+    logged laws; above 0 when it leans to the tail."""
     c = np.atleast_2d(counts).astype(np.float64)
-    n = c.sum(axis=1, keepdims=True)
-    e = n / BINS
-    chi2 = ((c - e) ** 2 / np.maximum(e, 1e-300)).sum(axis=1)
     centre = (np.arange(BINS) + 0.5) / BINS - 0.5
     sd = math.sqrt(float((centre**2).mean()))  # one position's binned U: mean 0, this sd under H0
-    z = np.abs((c * centre).sum(axis=1)) / (sd * np.sqrt(np.maximum(n[:, 0], 1.0)))
-    return np.stack([chi2, z], axis=1)
+    return np.asarray((c * centre).sum(axis=1) / (sd * np.sqrt(np.maximum(c.sum(axis=1), 1.0))), np.float64)
+
+
+def chi2(counts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """Pearson's chi-square of U histograms against the uniform bins (one per row)."""
+    c = np.atleast_2d(counts).astype(np.float64)
+    e = c.sum(axis=1, keepdims=True) / BINS
+    return np.asarray(((c - e) ** 2 / np.maximum(e, 1e-300)).sum(axis=1), np.float64)
+
+
+def _statistics(counts: NDArray[np.int64]) -> NDArray[np.float64]:
+    """(Pearson's chi-square, |z| of the mean bin) of U histograms, one row per histogram."""
+    return np.stack([chi2(counts), np.abs(mean_z(counts))], axis=1)
 
 
 def mc_pvalue(counts: NDArray[np.int64], rng: np.random.Generator, replicates: int = REPLICATES) -> float:
@@ -164,7 +173,7 @@ def asymptotic_pvalue(counts: NDArray[np.int64]) -> float:
     """Chi-square p-value of a U histogram (for the localisation tables: descriptive, not the verdict)."""
     if counts.sum() < 5 * BINS:
         return math.nan
-    return chi2_sf(float(_statistics(counts)[0, 0]), BINS - 1)
+    return chi2_sf(float(chi2(counts)[0]), BINS - 1)
 
 
 def tv_detectable(positions: int, alpha: float) -> float:
