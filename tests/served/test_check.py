@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -124,13 +125,18 @@ def test_a_token_outside_a_complete_log_is_impossible(tmp_path):
             '{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": 0.5, "top_logprobs": []}]}}]}',
             "logprob must be a number <= 0",
         ),
+        (
+            '{"choices": [{"logprobs": {"content": [{"token": "a", "logprob": 0.0, "top_logprobs": [3]}]}}]}',
+            "top_logprobs[0]: expected an object",
+        ),
+        ('{"choices": [{"logprobs": {"content": [7]}}]}', "choice 0 position 0: expected an object"),
     ],
 )
 def test_bad_lines_are_named(tmp_path, line, message):
     f = tmp_path / "x.jsonl"
     good = {"choices": [{"logprobs": {"content": [{"token": "a", "logprob": 0.0, "top_logprobs": []}]}}]}
     f.write_text(json.dumps(good) + "\n" + line + "\n")
-    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+    with pytest.raises(ValueError, match=re.escape(message)):
         check_served(f)
 
 

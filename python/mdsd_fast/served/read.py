@@ -113,6 +113,8 @@ def _position(pos: Any, where: str, block: _Block, tally: Tally, j: int, temp: f
             if type(lp) is not float or not ZERO_LOGPROB < lp <= 0.0:
                 raise TypeError
         except (AttributeError, KeyError, TypeError, ValueError):
+            if not isinstance(e, dict):
+                raise ValueError(f"{where} top_logprobs[{i}]: expected an object with token and logprob") from None
             lp = _logprob(e, f"{where} top_logprobs[{i}]")
             k = _token_key(e, where, i)
         logged[k] = logged.get(k, 0.0) + (0.0 if lp <= ZERO_LOGPROB else exp(lp))
