@@ -179,8 +179,9 @@ def asymptotic_pvalue(counts: NDArray[np.int64]) -> float:
 def tv_detectable(positions: int, alpha: float) -> float:
     """The smallest total variation between the emitted PIT law (over the BINS bins) and the
     uniform one that the check detects with probability POWER at ``positions`` positions: the
-    chi-square alone at level alpha / 2 has this power (the combined p-value rejects whenever the
-    chi-square's own p-value is at most alpha / 2, by Bonferroni), whatever the shape."""
+    chi-square alone at level alpha / 2 has this power whatever the shape, and the combined p-value
+    is below alpha whenever the chi-square's own is below alpha / 2 (Bonferroni over the two
+    statistics, up to the Monte Carlo error; bench/served/power.py checks the claim)."""
     if positions <= 0:
         return math.inf
     return min(1.0, detectable_tv(BINS - 1, positions, alpha / 2, POWER))
