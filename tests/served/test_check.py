@@ -98,6 +98,7 @@ def test_workers_and_segments_do_not_change_the_result(logs, monkeypatch):
     one = check_served(logs["vllm"], replicates=199, seed=5)
     two = check_served(logs["vllm"], replicates=199, seed=5, workers=2)
     assert one.histogram == two.histogram and one.pvalue == two.pvalue and one.by_rank == two.by_rank
+    assert one.positions == 60 * 64  # no line lost or read twice at the units' edges
     other = check_served(logs["vllm"], replicates=199, seed=6)
     assert other.histogram != one.histogram  # the seed drives the randomisation
 
