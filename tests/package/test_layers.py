@@ -4,7 +4,7 @@ inside the package imports its face (``mdsd_fast/__init__.py``) or the command l
 The layers, highest first (``|`` separates independent peers, which may not import each other)::
 
     cli
-    extract | report
+    extract | report | served
     trees | audit | engines
     verifiers | intervals
     bound | logs
@@ -34,7 +34,7 @@ PKG = Path(__file__).resolve().parents[2] / "python" / "mdsd_fast"
 
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
-    ("extract", "report"),
+    ("extract", "report", "served"),
     ("trees", "audit", "engines"),
     ("verifiers", "intervals"),
     ("bound", "logs"),

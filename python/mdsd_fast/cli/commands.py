@@ -311,7 +311,9 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"mdsd_fast {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(
-        dest="command", metavar="{report,trees,demo,audit,extract,extract-trees,convert}", parser_class=Parser
+        dest="command",
+        metavar="{report,trees,demo,audit,check-served,extract,extract-trees,convert}",
+        parser_class=Parser,
     )
     parents = [debug_parent()]
     _add_report_parser(sub, parents)
@@ -329,6 +331,9 @@ def build_parser() -> Parser:
     from .trees import add_trees_parser
 
     add_audit_parser(sub, parents)
+    from .served import add_check_served_parser
+
+    add_check_served_parser(sub, parents)
 
     add_trees_parser(sub, parents)
     from .convert import add_convert_parser  # pyarrow is imported only when `convert` runs
