@@ -38,6 +38,9 @@ audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=No
     a statistical audit of any verifier callable for losslessness (output law and acceptance
     tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
     registry verifier in the callable's contract.
+check_served(path, *, alpha=0.01, workers=1, ...) -> ServedCheck
+    does a served log (OpenAI-style JSONL with top_logprobs, or a log directory) follow the
+    distributions it logged? An exact test with its power stated (docs/guide/served.md).
 ISA
     which build of the C++ core this process runs: "avx2" (chosen where the CPU has it) or
     "baseline"; the environment variable MDSD_FAST_ISA=baseline|avx2|auto overrides (same bits).
@@ -87,6 +90,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "audit": ("audit", "audit"),
     "AuditResult": ("audit", "AuditResult"),
     "acceptance_bounds": ("intervals", "acceptance_bounds"),
+    "check_served": ("served", "check_served"),
+    "ServedCheck": ("served", "ServedCheck"),
 }
 
 
@@ -112,6 +117,7 @@ if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from .data import LMDataset, from_arrays, load_dataset
     from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
     from .intervals import acceptance_bounds
+    from .served import ServedCheck, check_served
 
 ISA: str = _core.ISA
 
@@ -149,4 +155,6 @@ __all__ = [
     "audit",
     "AuditResult",
     "acceptance_bounds",
+    "check_served",
+    "ServedCheck",
 ]
