@@ -95,7 +95,7 @@ def _support(i: int) -> tuple[np.ndarray, np.ndarray]:
 @pytest.mark.parametrize(("rule", "settings", "n"), SIM)
 def test_simulation_on_real_rows_within_four_standard_errors(rule: str, settings: dict, n: int) -> None:
     N = 4000
-    for k, i in enumerate((3, 40, 100)):  # three prompts, both temperatures
+    for k, i in enumerate((3, 40, 100)):  # three prompts, two drafts
         p, q = _support(i)
         r = lossy.evaluate(rule, p, q, n, **settings)
         toks, acc = lossy.simulate(rule, p, q, N, rng=[k, n], n=n, **settings)
