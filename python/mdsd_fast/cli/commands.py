@@ -291,7 +291,7 @@ def build_parser() -> Parser:
     parser.add_argument("--version", action="version", version=f"mdsd_fast {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(
-        dest="command", metavar="{report,trees,demo,audit,extract,extract-trees,convert}", parser_class=Parser
+        dest="command", metavar="{report,trees,frontier,demo,audit,extract,extract-trees,convert}", parser_class=Parser
     )
     parents = [debug_parent()]
     _add_report_parser(sub, parents)
@@ -304,6 +304,9 @@ def build_parser() -> Parser:
     add_audit_parser(sub, parents)
 
     add_trees_parser(sub, parents)
+    from .frontier import add_frontier_parser
+
+    add_frontier_parser(sub, parents)
     from .convert import add_convert_parser  # pyarrow is imported only when `convert` runs
     from .extract import (
         add_extract_parser,  # torch is imported only when `extract` runs
