@@ -49,7 +49,7 @@ def _enumerate(
     if s.drafts == "sample":
         draws = [([x], q[x]) for x in range(V) if q[x] > 0]
     else:
-        draws = [([int(i) for i in np.argsort(-q, kind="stable")[:n]], 1.0)]
+        draws = [([int(i) for i in np.argsort(-q, kind="stable")[:n] if q[i] > 0], 1.0)]
     law = np.zeros(V)
     acc = 0.0
     for drafts, w in draws:

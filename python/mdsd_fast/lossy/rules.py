@@ -96,10 +96,12 @@ def resolve(rule: str, n: Any = 1, drafts: str | None = None, **settings: Any) -
     return Setting(rule, vals, drafts, n)
 
 
-def draft_order(q: Array, n: int) -> NDArray[np.int64]:
-    """(B, n) token ids of the n most likely draft tokens, descending q, lower id first on ties."""
-    order = np.argsort(-q, axis=1, kind="stable")
-    return order[:, :n]
+def draft_order(q: Array, n: int) -> tuple[NDArray[np.int64], NDArray[np.bool_]]:
+    """(B, n) token ids of the n most likely draft tokens (descending q, lower id first on ties)
+    and which of them exist: a drafter proposes no token of probability 0, so a row with fewer
+    than n such tokens has fewer children (they come last in this order)."""
+    order = np.argsort(-q, axis=1, kind="stable")[:, :n]
+    return order, np.take_along_axis(q, order, axis=1) > 0
 
 
 def _argmax_first(p: Array) -> NDArray[np.int64]:
@@ -155,10 +157,10 @@ def _sglang_top(p: Array, q: Array, s: Setting) -> tuple[Array, Array]:
     """Children = the top n of q in sibling order; one coin, cumulative p over siblings."""
     ts = s.values["threshold_single"]
     ta = max(s.values["threshold_acc"], SGLANG_MIN_ACC)
-    cand = draft_order(q, s.n)
+    cand, real = draft_order(q, s.n)
     B = p.shape[0]
     rows = np.arange(B)[:, None]
-    pc = p[rows, cand]
+    pc = np.where(real, p[rows, cand], 0.0)
     A = np.minimum(np.cumsum(pc, axis=1), 1.0)  # a probability's prefix sums never exceed 1
     A_prev = np.concatenate([np.zeros((B, 1)), A[:, :-1]], axis=1)
     single = (pc >= ts) & (pc > 0)
@@ -169,25 +171,31 @@ def _sglang_top(p: Array, q: Array, s: Setting) -> tuple[Array, Array]:
     prob = np.where(blocked | (pc <= 0), 0.0, prob)
     noclip = ~blocked & (pc > 0) & ~single & (A <= ta)
     e = np.where(noclip, pc / ta - pc, prob - pc)  # pc / ta - pc: exactly 0 at threshold_acc = 1
-    delta = np.zeros_like(p)
+    e = np.where(real, e, 0.0)
     rest = p.copy()
-    rest[rows, cand] = 0.0
+    r, c = np.nonzero(real)
+    rest[r, cand[r, c]] = 0.0
     R = rest.sum(axis=1, keepdims=True)
     E = e.sum(axis=1, keepdims=True)
-    delta -= np.where(R > 0, rest * E / np.where(R > 0, R, 1.0), 0.0)
-    delta[rows, cand] = e
+    delta = -np.where(R > 0, rest * E / np.where(R > 0, R, 1.0), 0.0)
+    delta[r, cand[r, c]] = e[r, c]
     return prob.sum(axis=1), delta
 
 
 def _typical(p: Array, q: Array, s: Setting) -> tuple[Array, Array]:
+    """Accept iff p(x) > tau; rejected: the token the target's own sampler drew (a draw from p)."""
     tau = _entropy_threshold(p, s, TYPICAL_EPS, inside=True)[:, None]
-    top = _argmax_first(p)
     if s.drafts == "sample":
         acc = (p > tau).astype(np.float64)
-        return (q * acc).sum(axis=1), _point_fallback(p, q, acc, top)
-    cand = draft_order(q, s.n)
-    ok = p[np.arange(p.shape[0])[:, None], cand] > tau
-    return ok.any(axis=1).astype(np.float64), _point_fallback_top(p, cand, ok, top)
+        A = (q * acc).sum(axis=1)
+        return A, q * acc - A[:, None] * p
+    cand, real = draft_order(q, s.n)
+    ok = (p[np.arange(p.shape[0])[:, None], cand] > tau) & real
+    hit = ok.any(axis=1)
+    law = np.zeros_like(p)
+    rows = np.flatnonzero(hit)
+    law[rows, cand[rows, np.argmax(ok[rows], axis=1)]] = 1.0
+    return hit.astype(np.float64), law - hit[:, None] * p
 
 
 def _relaxed_accepts(p: Array, s: Setting) -> NDArray[np.bool_]:
@@ -211,7 +219,7 @@ def _relaxed(p: Array, q: Array, s: Setting) -> tuple[Array, Array]:
     if s.drafts == "sample":
         acc = ok.astype(np.float64)
         return (q * acc).sum(axis=1), _point_fallback(p, q, acc, top)
-    cand = draft_order(q, 1)
+    cand, _ = draft_order(q, 1)  # q sums to 1: its most likely token has q > 0
     okc = ok[np.arange(p.shape[0])[:, None], cand]
     return okc[:, 0].astype(np.float64), _point_fallback_top(p, cand, okc, top)
 

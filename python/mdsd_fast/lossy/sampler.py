@@ -74,7 +74,7 @@ def step(
         for x in drafts:
             if p[x] > const["tau"]:
                 return x, True
-        return const["argmax"], False
+        return final(p.copy()), False  # the target's own sampled token at this position
     if s.rule == "relaxed":
         x = drafts[0]
         threshold = const["topk"][0][1] - s.values["relaxed_delta"]
@@ -109,7 +109,7 @@ def simulate(
     g = np.random.default_rng(rng)
     pr, qr = p2[0], q2[0]
     const = row_constants(pr, s)
-    top = [int(i) for i in np.argsort(-qr, kind="stable")[: s.n]]
+    top = [int(i) for i in np.argsort(-qr, kind="stable")[: s.n] if qr[i] > 0]
     qcdf = np.cumsum(qr)
     toks = np.empty(samples, dtype=np.int64)
     acc = np.empty(samples, dtype=bool)

@@ -165,6 +165,18 @@ def _atomic_text(path: Path, text: str) -> str:
     return str(path)
 
 
+def _alpha_star(p: np.ndarray, q: np.ndarray, n: int, scheme: str) -> np.ndarray:
+    """alpha* per row; "topk" drafts at most the tokens with q > 0 (as lossy.rules.draft_order)."""
+    if scheme != "topk":
+        return np.asarray(optimal_acceptance(p, q, n, scheme), dtype=np.float64)
+    m = np.minimum((q > 0).sum(axis=1), n)
+    out = np.empty(p.shape[0])
+    for k in np.unique(m):
+        rows = np.flatnonzero(m == k)
+        out[rows] = optimal_acceptance(p[rows], q[rows], int(k), scheme)
+    return out
+
+
 def _record(kind: str, name: str, setting: str, n: int, acc: np.ndarray, tv: np.ndarray, kl: np.ndarray) -> dict:
     B = acc.size
 
@@ -219,8 +231,7 @@ def frontier(
             lossy_vals[k].append(np.stack([r.acceptance, r.tv, r.kl]))
         for n in range(1, max_n + 1):
             for bound, scheme in BOUNDS.items():
-                a = np.asarray(optimal_acceptance(p, q, n, scheme), dtype=np.float64)
-                lossless.setdefault((bound, n), []).append(a)
+                lossless.setdefault((bound, n), []).append(_alpha_star(p, q, n, scheme))
             for v in LOSSLESS:
                 lossless.setdefault((v, n), []).append(np.asarray(acceptance(v, p, q, n), dtype=np.float64))
         done += p.shape[0]
