@@ -101,11 +101,12 @@ def draft_order(q: Array, n: int) -> tuple[NDArray[np.int64], NDArray[np.bool_]]
     and which of them exist: a drafter proposes no token of probability 0, so a row with fewer
     than n such tokens has fewer children (they come last in this order)."""
     order = np.argsort(-q, axis=1, kind="stable")[:, :n]
-    return order, np.take_along_axis(q, order, axis=1) > 0
+    real: NDArray[np.bool_] = np.take_along_axis(q, order, axis=1) > 0
+    return order, real
 
 
 def _argmax_first(p: Array) -> NDArray[np.int64]:
-    return np.argmax(p, axis=1)  # numpy returns the first maximum
+    return np.asarray(np.argmax(p, axis=1), dtype=np.int64)  # numpy returns the first maximum
 
 
 def _entropy_threshold(p: Array, s: Setting, eps: float, inside: bool) -> Array:
@@ -114,7 +115,7 @@ def _entropy_threshold(p: Array, s: Setting, eps: float, inside: bool) -> Array:
     a, t = s.values["posterior_alpha"], s.values["posterior_threshold"]
     with np.errstate(over="ignore", invalid="ignore"):
         scaled = a * np.exp(-h) if inside else np.exp(-h * a)
-    return np.minimum(t, np.nan_to_num(scaled, nan=0.0))
+    return np.asarray(np.minimum(t, np.nan_to_num(scaled, nan=0.0)), dtype=np.float64)
 
 
 def _point_fallback(p: Array, q: Array, acc: Array, fallback: NDArray[np.int64]) -> Array:
@@ -190,8 +191,8 @@ def _typical(p: Array, q: Array, s: Setting) -> tuple[Array, Array]:
         A = (q * acc).sum(axis=1)
         return A, q * acc - A[:, None] * p
     cand, real = draft_order(q, s.n)
-    ok = (p[np.arange(p.shape[0])[:, None], cand] > tau) & real
-    hit = ok.any(axis=1)
+    ok: NDArray[np.bool_] = (p[np.arange(p.shape[0])[:, None], cand] > tau) & real
+    hit = np.asarray(np.any(ok, axis=1), dtype=bool)
     law = np.zeros_like(p)
     rows = np.flatnonzero(hit)
     law[rows, cand[rows, np.argmax(ok[rows], axis=1)]] = 1.0

@@ -120,5 +120,9 @@ def simulate(
         else:
             drafts = top
         c = float(u[i, 2])
-        toks[i], acc[i] = step(s, pr, qr, drafts, float(u[i, 1]), lambda w, c=c: inverse_cdf(w, c), const)
+
+        def final(w: NDArray[np.float64], c: float = c) -> int:
+            return inverse_cdf(w, c)
+
+        toks[i], acc[i] = step(s, pr, qr, drafts, float(u[i, 1]), final, const)
     return toks, acc

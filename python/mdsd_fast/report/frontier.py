@@ -26,7 +26,7 @@ from .._render import pipe_table, pyplot
 from ..bound.alpha import optimal_acceptance
 from ..data import load_dataset
 from ..lossy import evaluate_rows
-from ..verifiers.run import acceptance
+from ..verifiers.run import VerifierName, acceptance
 
 __all__ = ["SETTINGS", "LOSSLESS", "Frontier", "frontier"]
 
@@ -51,7 +51,7 @@ SETTINGS: tuple[tuple[str, dict[str, Any], int, str], ...] = (
     ("relaxed", {"relaxed_topk": 10, "relaxed_delta": 0.6}, 1, "sample"),
 )
 #: Lossless verifiers drawn at every n (i.i.d. drafts, exact acceptance at any n).
-LOSSLESS: tuple[str, ...] = ("rrs", "kseq")
+LOSSLESS: tuple[VerifierName, ...] = ("rrs", "kseq")
 #: alpha* of each draft scheme drawn: "iid" (n drafts x ~ q, as "sample") and "topk" (the top n
 #: of q, as "top": the best any lossless verifier does with the drafts SGLang's tree verifies).
 BOUNDS: dict[str, str] = {"alpha*": "iid", "alpha*-top": "topk"}
@@ -139,8 +139,10 @@ class Frontier:
             ax.scatter([0] * len(pts), [r["acceptance"] for r in pts], marker="_", s=120, color=c, label=f"{v} n=1..8")
         ax.set_xlabel("total variation from the target (mean over positions)")
         ax.set_ylabel("acceptance (mean over positions)")
-        m = self.metadata
-        ax.set_title(f"Lossy rules vs lossless verifiers: {m['positions']} positions of {m['source']}", fontsize=10)
+        meta = self.metadata
+        ax.set_title(
+            f"Lossy rules vs lossless verifiers: {meta['positions']} positions of {meta['source']}", fontsize=10
+        )
         ax.set_xlim(left=-0.06 * max([r["tv"] for r in self.records] + [0.1]))
         ax.legend(fontsize=7, loc="lower right")
         ax.grid(alpha=0.3)
@@ -177,7 +179,9 @@ def _alpha_star(p: np.ndarray, q: np.ndarray, n: int, scheme: str) -> np.ndarray
     return out
 
 
-def _record(kind: str, name: str, setting: str, n: int, acc: np.ndarray, tv: np.ndarray, kl: np.ndarray) -> dict:
+def _record(
+    kind: str, name: str, setting: str, n: int, acc: np.ndarray, tv: np.ndarray, kl: np.ndarray
+) -> dict[str, Any]:
     B = acc.size
 
     def se(x: np.ndarray) -> float:
@@ -227,8 +231,8 @@ def frontier(
     for ch in ds.iter_chunks(chunk, renormalize=True):
         p, q = ch.p, ch.q
         for k, (rule, st, n_l, drafts) in enumerate(settings):
-            r = evaluate_rows(rule, p, q, n_l, drafts=drafts, **st)
-            lossy_vals[k].append(np.stack([r.acceptance, r.tv, r.kl]))
+            rows = evaluate_rows(rule, p, q, n_l, drafts=drafts, **st)
+            lossy_vals[k].append(np.stack([rows.acceptance, rows.tv, rows.kl]))
         for n in range(1, max_n + 1):
             for bound, scheme in BOUNDS.items():
                 lossless.setdefault((bound, n), []).append(_alpha_star(p, q, n, scheme))
