@@ -122,21 +122,24 @@ class Frontier:
                     )
                     text += f" n={r['n']}" if r["n"] > 1 else ""
                     ax.annotate(text, (r["tv"], r["acceptance"]), fontsize=6, xytext=(4, 2), textcoords="offset points")
-        stars = [r for r in self.records if r["kind"] == "alpha*"]
-        for r in stars:
+        top_n = self.metadata["max_n"]
+        for r in (r for r in self.records if r["name"] == "alpha*"):  # the bound of n i.i.d. drafts
             ax.axhline(r["acceptance"], color="0.6", lw=0.7, ls="--", zorder=1)
             ax.annotate(
                 f"α* n={r['n']}",
-                (0, r["acceptance"]),
+                (1, r["acceptance"]),
+                xycoords=("axes fraction", "data"),
                 fontsize=7,
                 xytext=(-2, 1),
                 textcoords="offset points",
                 ha="right",
                 color="0.35",
             )
-        for v, c in zip(LOSSLESS, ("tab:gray", "tab:brown"), strict=False):
-            pts = [r for r in self.records if r["kind"] == "lossless" and r["name"] == v]
-            ax.scatter([0] * len(pts), [r["acceptance"] for r in pts], marker="_", s=120, color=c, label=f"{v} n=1..8")
+        levels = (("alpha*-top", "tab:purple", f"α* of the top-n drafts, n=1..{top_n}"),)
+        levels += tuple((v, c, f"{v}, n=1..{top_n}") for v, c in zip(LOSSLESS, ("tab:gray", "tab:brown"), strict=False))
+        for name, c, label in levels:
+            pts = [r for r in self.records if r["name"] == name]
+            ax.scatter([0] * len(pts), [r["acceptance"] for r in pts], marker="_", s=150, color=c, label=label)
         ax.set_xlabel("total variation from the target (mean over positions)")
         ax.set_ylabel("acceptance (mean over positions)")
         meta = self.metadata
@@ -144,7 +147,7 @@ class Frontier:
             f"Lossy rules vs lossless verifiers: {meta['positions']} positions of {meta['source']}", fontsize=10
         )
         ax.set_xlim(left=-0.06 * max([r["tv"] for r in self.records] + [0.1]))
-        ax.legend(fontsize=7, loc="lower right")
+        ax.legend(fontsize=7, loc="lower left", bbox_to_anchor=(0.55, 0.42))  # the empty middle right
         ax.grid(alpha=0.3)
         fig.tight_layout()
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".png")
