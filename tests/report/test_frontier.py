@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import io
+import os
 from pathlib import Path
 
 import numpy as np
@@ -84,6 +85,9 @@ def test_files_and_csv(fr, tmp_path: Path) -> None:  # type: ignore[no-untyped-d
     rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "frontier.csv").read_text())))
     assert len(rows) == len(fr.records) and float(rows[0]["acceptance"]) == pytest.approx(fr.records[0]["acceptance"])
     assert not [p for p in (tmp_path / "out").iterdir() if p.name.startswith(".tmp")]
+    mask = os.umask(0)
+    os.umask(mask)
+    assert all(Path(f).stat().st_mode & 0o777 == 0o666 & ~mask for f in files)  # not mkstemp's 0600
 
 
 def test_arguments(data) -> None:  # type: ignore[no-untyped-def]

@@ -154,20 +154,27 @@ class Frontier:
         os.close(fd)
         fig.savefig(tmp, dpi=120)
         plt.close(fig)
-        os.replace(tmp, path)
-        return str(path)
+        return _publish(tmp, path)
 
 
 def _n_text(n: int | None, max_n: int) -> str:
     return f"> {max_n}" if n is None else str(n)
 
 
+def _publish(tmp: str, path: Path) -> str:
+    """Give ``tmp`` (mkstemp makes it 0600) the mode a new file gets, then move it over ``path``."""
+    mask = os.umask(0)
+    os.umask(mask)
+    os.chmod(tmp, 0o666 & ~mask)
+    os.replace(tmp, path)
+    return str(path)
+
+
 def _atomic_text(path: Path, text: str) -> str:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     with os.fdopen(fd, "w") as fh:
         fh.write(text)
-    os.replace(tmp, path)
-    return str(path)
+    return _publish(tmp, path)
 
 
 def _alpha_star(p: np.ndarray, q: np.ndarray, n: int, scheme: str) -> np.ndarray:
