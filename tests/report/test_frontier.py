@@ -95,6 +95,8 @@ def test_arguments(data) -> None:  # type: ignore[no-untyped-def]
         frontier(data[2], max_n=0)
     with pytest.raises(ValueError, match="limit"):
         frontier(data[2], limit=0)
+    with pytest.raises(ValueError, match="chunk"):
+        frontier(data[2], chunk=0)
 
 
 def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:

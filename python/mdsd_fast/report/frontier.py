@@ -228,6 +228,8 @@ def frontier(
         raise ValueError(f"max_n: expected an integer in [1, 32], got {max_n!r}")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
         raise ValueError(f"limit: expected a positive integer, got {limit!r}")
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or not 1 <= chunk <= 4096:
+        raise ValueError(f"chunk: expected an integer in [1, 4096], got {chunk!r}")
     t0 = time.time()
     ds = load_dataset() if dataset is None else (dataset if hasattr(dataset, "iter_chunks") else load_dataset(dataset))
     source = "the shipped sample" if dataset is None else str(getattr(dataset, "path", dataset))
