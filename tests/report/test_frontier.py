@@ -119,6 +119,8 @@ def test_command(data, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
         (["frontier", "--dataset", str(tmp_path / "missing.npz")], "--dataset"),
         (["frontier", "--max-n", "0"], "--max-n"),
         (["frontier", "--max-n", "40"], "--max-n"),
+        (["frontier", "--model", "nope"], "--model"),
+        (["frontier", "--dataset", str(path), "--model", "gemma3-270m"], "--dataset/--model"),
         (["frontier", "--dataset", str(path), "--out", str(path)], "--out"),
     ]:
         code, _, err = _run(argv, capsys)

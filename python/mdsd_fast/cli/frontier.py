@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from .._version import __version__
+from ..data import SHIPPED_MODELS, default_dataset_path
 from .args import Parser, positive_int
 
 __all__ = ["add_frontier_parser"]
@@ -23,7 +24,13 @@ def add_frontier_parser(sub: Any, parents: list[Parser]) -> None:
         "at n = 1..MAX_N on the same positions, and the smallest n at which each lossless one reaches each lossy "
         "setting. Markdown on stdout; --out DIR gets frontier.csv, frontier.md and frontier.png.",
     )
-    fp.add_argument("--dataset", default=None, help="a dataset file (.npz); default: the shipped sample")
+    fp.add_argument("--dataset", default=None, help="a dataset file (.npz); default: the shipped SmolLM2 sample")
+    fp.add_argument(
+        "--model",
+        choices=tuple(SHIPPED_MODELS),
+        default=None,
+        help="the shipped sample of this model instead (gemma3-270m: V = 262,144, about 7 minutes)",
+    )
     fp.add_argument("--limit", type=positive_int, default=None, help="only the first LIMIT positions")
     fp.add_argument("--max-n", type=positive_int, default=8, help="largest n of the lossless side (default 8)")
     fp.add_argument("--out", default=None, help="output directory for the files (default: print only)")
@@ -41,9 +48,12 @@ def _frontier(args: argparse.Namespace) -> int:
         raise ValueError(f"--out {args.out}: exists and is not a directory")
     if args.dataset is not None and not os.path.isfile(args.dataset):
         raise ValueError(f"--dataset {args.dataset}: no such file")
+    if args.dataset is not None and args.model is not None:
+        raise ValueError("arguments --dataset/--model: give a dataset file or a shipped model, not both")
     if args.max_n > 32:
         raise ValueError(f"argument --max-n: at most 32, got {args.max_n}")
-    fr = frontier(args.dataset, limit=args.limit, max_n=args.max_n)
+    dataset = args.dataset if args.model is None else default_dataset_path(args.model)
+    fr = frontier(dataset, limit=args.limit, max_n=args.max_n)
     m = fr.metadata
     print(f"mdsd_fast {__version__} lossy frontier: {m['positions']} positions of {m['source']} ({m['seconds']} s)")
     print()

@@ -135,7 +135,9 @@ class Frontier:
                 ha="right",
                 color="0.35",
             )
-        levels = (("alpha*-top", "tab:purple", f"α* of the top-n drafts, n=1..{top_n}"),)
+        levels: tuple[tuple[str, str, str], ...] = (
+            ("alpha*-top", "tab:purple", f"α* of the top-n drafts, n=1..{top_n}"),
+        )
         levels += tuple((v, c, f"{v}, n=1..{top_n}") for v, c in zip(LOSSLESS, ("tab:gray", "tab:brown"), strict=False))
         for name, c, label in levels:
             pts = [r for r in self.records if r["name"] == name]
