@@ -38,6 +38,9 @@ audit(verify, scheme="iid", n=2, *, draft=None, cases=None, samples=None, rng=No
     a statistical audit of any verifier callable for losslessness (output law and acceptance
     tested on cases built to expose the known bugs); ``audit.registry_verifier(name)`` wraps a
     registry verifier in the callable's contract.
+lossy
+    engines' lossy acceptance rules priced exactly (docs/guide/lossy.md): ``lossy.evaluate(rule, p,
+    q, n, **settings)`` gives the output law, the acceptance and the total variation from p.
 check_served(path, *, alpha=0.01, workers=1, ...) -> ServedCheck
     does a served log (OpenAI-style JSONL with top_logprobs, or a log directory) follow the
     distributions it logged? An exact test with its power stated (docs/guide/served.md).
@@ -84,6 +87,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "sparse": ("sparse", None),
     "engines": ("engines", None),
     "trees": ("trees", None),
+    "lossy": ("lossy", None),
     "rejection_sample": ("engines", "rejection_sample"),
     "tree_speculative_sampling": ("engines", "tree_speculative_sampling"),
     "TreeVerification": ("engines", "TreeVerification"),
@@ -112,7 +116,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
-    from . import constraints, engines, sparse, trees
+    from . import constraints, engines, lossy, sparse, trees
     from .audit import AuditResult, audit
     from .data import LMDataset, from_arrays, load_dataset
     from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
@@ -149,6 +153,7 @@ __all__ = [
     "TopK",
     "engines",
     "trees",
+    "lossy",
     "rejection_sample",
     "tree_speculative_sampling",
     "TreeVerification",

@@ -5,7 +5,7 @@ The layers, highest first (``|`` separates independent peers, which may not impo
 
     cli
     extract | report | served
-    trees | audit | engines
+    trees | audit | engines | lossy
     verifiers | intervals
     bound | logs
     inputs
@@ -35,7 +35,7 @@ PKG = Path(__file__).resolve().parents[2] / "python" / "mdsd_fast"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("cli",),
     ("extract", "report", "served"),
-    ("trees", "audit", "engines"),
+    ("trees", "audit", "engines", "lossy"),
     ("verifiers", "intervals"),
     ("bound", "logs"),
     ("inputs",),

@@ -312,7 +312,7 @@ def build_parser() -> Parser:
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     sub = parser.add_subparsers(
         dest="command",
-        metavar="{report,trees,demo,audit,check-served,extract,extract-trees,convert}",
+        metavar="{report,trees,frontier,demo,audit,check-served,extract,extract-trees,convert}",
         parser_class=Parser,
     )
     parents = [debug_parent()]
@@ -336,6 +336,9 @@ def build_parser() -> Parser:
     add_check_served_parser(sub, parents)
 
     add_trees_parser(sub, parents)
+    from .frontier import add_frontier_parser
+
+    add_frontier_parser(sub, parents)
     from .convert import add_convert_parser  # pyarrow is imported only when `convert` runs
     from .extract import (
         add_extract_parser,  # torch is imported only when `extract` runs
