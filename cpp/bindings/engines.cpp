@@ -1,7 +1,8 @@
 // Bindings for the engine reference kernels (cpp/include/mdsd/engines/): vLLM V1's rejection
 // sampler and SGLang's token-tree verification, every random number an input. Ids, counts and
-// uniforms arrive checked from python/mdsd_fast/engines/; the probability rows (float32 or float64,
-// read in place) and the tree shape are validated here, in the kernels' own pass over each request.
+// (the tree's) uniforms arrive checked from python/mdsd_fast/engines/; the probability rows (float32
+// or float64, read in place), vLLM's uniforms and the tree shape are validated here, in the
+// kernels' own pass over each request.
 // Every loop runs without the GIL, requests split over threads; outputs are int32, the engines' dtype.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -89,6 +90,11 @@ void raise_first(const std::vector<Err>& errs, int arrays, const char* const* na
         for (const auto& er : errs) {
             if (er.row[k] < 0) continue;
             const std::string nm = names[k], r = std::to_string(er.row[k]);
+            if (nm == "uniform_probs") {
+                char buf[96];
+                std::snprintf(buf, sizeof buf, "uniform_probs: uniforms must lie in [0, 1), got %.17g", er.value[k]);
+                throw std::invalid_argument(buf);
+            }
             if (nm == "recovery_noise")
                 throw std::invalid_argument("recovery_noise: Exp(1) noise must be finite and > 0");
             if (er.kind[k] == v::kNonFinite) throw std::invalid_argument(nm + ": row " + r + " contains NaN or inf");
@@ -107,9 +113,9 @@ void run_chain(e::ChainBatch<P, E>& c, int32_t* o, int threads) {
         py::gil_scoped_release nogil;
         mdsd::parallel_rows<int>(c.B, threads, [&](int64_t b, int&) { e::rejection_sample_request(c, b, o, errs[b]); });
     }
-    static const char* const names[] = {"target_probs", "draft_probs", "recovery_noise"};
-    static const char* const zero[] = {"", " (or 0: a row of zeros)", ""};
-    raise_first(errs, 3, names, zero, c.tol);
+    static const char* const names[] = {"target_probs", "draft_probs", "uniform_probs", "recovery_noise"};
+    static const char* const zero[] = {"", " (or 0: a row of zeros)", "", ""};
+    raise_first(errs, 4, names, zero, c.tol);
 }
 
 template <class P, class E>
@@ -289,8 +295,8 @@ void register_engines(py::module_& m) {
           py::arg("draft_probs"), py::arg("target_probs"), py::arg("bonus_token_ids"), py::arg("is_greedy"),
           py::arg("uniform_probs"), py::arg("recovery_noise"), py::arg("max_spec_len"), py::arg("tol"),
           py::arg("threads") = 0,
-          "vLLM V1's rejection_sample: int32 (B, max_spec_len + 1), -1 placeholders. Ids, counts and\n"
-          "uniforms checked by the caller; the float32 / float64 rows (read in place) validated here.");
+          "vLLM V1's rejection_sample: int32 (B, max_spec_len + 1), -1 placeholders. Ids and counts\n"
+          "checked by the caller; the float32 / float64 rows (read in place) and the uniforms validated here.");
     m.def("tree_sample", &tree_sample, py::arg("candidates"), py::arg("retrive_index"), py::arg("retrive_next_token"),
           py::arg("retrive_next_sibling"), py::arg("uniform_samples"), py::arg("uniform_samples_for_final_sampling"),
           py::arg("target_probs"), py::arg("draft_probs"), py::arg("num_speculative_tokens"), py::arg("verifier"),

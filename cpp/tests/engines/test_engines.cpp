@@ -52,7 +52,7 @@ static void test_vllm_rules() {
         std::vector<int32_t> out(3, -1);
         e::ChainErrors err;
         e::rejection_sample_request(c, 0, out.data(), err);
-        CHECK(err.row[0] == -1 && err.row[1] == -1 && err.row[2] == -1);
+        CHECK(err.row[0] == -1 && err.row[1] == -1 && err.row[2] == -1 && err.row[3] == -1);
         return out;
     };
     // u = 0 accepts p(x) = 0 (0 / 1 >= 0); then p/q = 1 >= u accepts; then the bonus
@@ -82,7 +82,7 @@ static void test_vllm_validation() {
     const float q[] = {1.0f, 1.0f, 0.0f, 0.0f, 0.0f, 0.0f};
     const int64_t bonus[] = {0};
     const float noise[] = {1.0f, 0.0f, 1.0f};  // 0 noise: refused
-    const double u[] = {0.5, 0.5};
+    const double u[] = {0.5, 1.0};  // 1 is outside [0, 1)
     e::ChainBatch<float, float> c;
     c.B = 1, c.T = 2, c.V = 3, c.max_spec_len = 2;
     c.target_stride = c.draft_stride = c.noise_stride = 3;
@@ -95,7 +95,8 @@ static void test_vllm_validation() {
     CHECK_EQ(err.kind[0], mdsd::validate::kNonFinite);
     CHECK_EQ(err.row[1], 0);
     CHECK_EQ(err.kind[1], mdsd::validate::kOffSum);
-    CHECK_EQ(err.row[2], 0);
+    CHECK_EQ(err.row[2], 1);
+    CHECK_EQ(err.row[3], 0);
     CHECK(out == (std::vector<int32_t>{-1, -1, -1}));  // nothing sampled from broken rows
 }
 

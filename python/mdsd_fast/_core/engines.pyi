@@ -13,8 +13,8 @@ import typing
 __all__: list[str] = ['rejection_sample', 'tree_sample']
 def rejection_sample(draft_token_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], cu_num_draft_tokens: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], draft_probs: numpy.ndarray | None, target_probs: numpy.ndarray, bonus_token_ids: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], is_greedy: typing.Annotated[numpy.typing.ArrayLike, numpy.uint8] | None, uniform_probs: typing.Annotated[numpy.typing.ArrayLike, numpy.float64] | None, recovery_noise: numpy.ndarray | None, max_spec_len: typing.SupportsInt | typing.SupportsIndex, tol: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> numpy.typing.NDArray[numpy.int32]:
     """
-    vLLM V1's rejection_sample: int32 (B, max_spec_len + 1), -1 placeholders. Ids, counts and
-    uniforms checked by the caller; the float32 / float64 rows (read in place) validated here.
+    vLLM V1's rejection_sample: int32 (B, max_spec_len + 1), -1 placeholders. Ids and counts
+    checked by the caller; the float32 / float64 rows (read in place) and the uniforms validated here.
     """
 def tree_sample(candidates: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_index: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_next_token: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], retrive_next_sibling: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], uniform_samples: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], uniform_samples_for_final_sampling: typing.Annotated[numpy.typing.ArrayLike, numpy.float64], target_probs: numpy.ndarray, draft_probs: numpy.ndarray | None, num_speculative_tokens: typing.SupportsInt | typing.SupportsIndex, verifier: str, scheme: str, threshold_single: typing.SupportsFloat | typing.SupportsIndex, threshold_acc: typing.SupportsFloat | typing.SupportsIndex, work_budget: typing.SupportsFloat | typing.SupportsIndex, tol: typing.SupportsFloat | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0) -> tuple:
     """

@@ -63,8 +63,19 @@ def _is_torch(x: Any) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def _any_torch(*xs: Any) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for x in xs:
+            if isinstance(x, torch.Tensor):
+                return True
+    return False
+
+
 def _numpy(name: str, x: Any) -> NDArray[Any]:
-    """A NumPy view of an array-like or a CPU torch tensor."""
+    """A NumPy view of an array-like or a CPU torch tensor (its memory, not a copy)."""
+    if isinstance(x, np.ndarray):
+        return x
     if _is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: expected a CPU tensor, got one on {x.device}; move it with .cpu()")
@@ -76,7 +87,12 @@ def _numpy(name: str, x: Any) -> NDArray[Any]:
 
 
 def _shape(name: str, arr: NDArray[Any], shape: tuple[int | None, ...], spelled: str) -> None:
-    if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape, strict=True)):
+    ok = arr.ndim == len(shape)
+    if ok:
+        for want, got in zip(shape, arr.shape, strict=True):
+            if want is not None and want != got:
+                ok = False
+    if not ok:
         raise ValueError(f"{name}: expected shape {spelled}, got {arr.shape}")
 
 
@@ -200,7 +216,7 @@ def rejection_sample(
     int32 (B, max_spec_len + 1): accepted drafts, then the recovered or bonus token, then -1.
     """
     inputs = (draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs)
-    as_torch = any(_is_torch(x) for x in (*inputs, recovery_noise, is_greedy, cu_num_draft_tokens))
+    as_torch = _any_torch(*inputs, recovery_noise, is_greedy, cu_num_draft_tokens)
     tp = _probs("target_probs", target_probs, (None, None), "(T, V)")
     T, V = tp.shape
     counts = _numpy("num_draft_tokens", num_draft_tokens)
@@ -209,11 +225,12 @@ def rejection_sample(
     if counts.dtype == np.bool_ or counts.dtype.kind not in "iu" or counts.ndim != 1:
         raise TypeError(f"num_draft_tokens: expected a 1-D sequence of ints, got {counts.dtype} shape {counts.shape}")
     # each count in [0, T], checked in its own dtype before the cast (a uint64 2**64 - 1 is not -1)
-    if counts.size and counts.min() < 0:
-        raise ValueError(f"num_draft_tokens: counts must be >= 0, got {int(counts.min())}")
-    if counts.size and counts.max() > T:
-        raise ValueError(f"num_draft_tokens: a count of {int(counts.max())} is more than the T = {T} rows")
-    counts = counts.astype(np.int64)
+    lo, hi = (int(counts.min()), int(counts.max())) if counts.size else (0, 0)
+    if lo < 0:
+        raise ValueError(f"num_draft_tokens: counts must be >= 0, got {lo}")
+    if hi > T:
+        raise ValueError(f"num_draft_tokens: a count of {hi} is more than the T = {T} rows")
+    counts = counts.astype(np.int64, copy=False)
     B = counts.shape[0]
     cu = np.cumsum(counts)  # <= B * T: no overflow
     if int(cu[-1] if B else 0) != T:
@@ -222,8 +239,7 @@ def rejection_sample(
         given = _ids("cu_num_draft_tokens", cu_num_draft_tokens, (B,), f"({B},)", 0, T + 1)
         if not np.array_equal(given, cu):
             raise ValueError("cu_num_draft_tokens: not the inclusive prefix sums of num_draft_tokens")
-    longest = int(counts.max()) if B else 0
-    width = longest if max_spec_len is None else _count("max_spec_len", max_spec_len, longest)
+    width = hi if max_spec_len is None else _count("max_spec_len", max_spec_len, hi)
     _output_bytes("max_spec_len", B, width + 1)
     drafts = _ids("draft_token_ids", draft_token_ids, (T,), f"({T},)", -1, V)
     bonus = _numpy("bonus_token_ids", bonus_token_ids)
@@ -244,7 +260,8 @@ def rejection_sample(
     if uniform_probs is not None or random_drafts:
         if uniform_probs is None:
             raise ValueError("uniform_probs: needed (shape (T,)) when some request is not greedy")
-        u = _uniforms("uniform_probs", uniform_probs, (T,), f"({T},)")
+        # in [0, 1): checked by the kernel, in its pass
+        u = np.ascontiguousarray(_floats("uniform_probs", uniform_probs, (T,), f"({T},)"), dtype=np.float64)
     if recovery_noise is not None or random_drafts:
         if recovery_noise is None:
             raise ValueError("recovery_noise: needed (shape (B, V), Exp(1)) when some request is not greedy")
@@ -316,7 +333,7 @@ def tree_speculative_sampling(
     TreeVerification(predicts, accept_index, accept_token_num), int32, SGLang's layout.
     """
     inputs = (candidates, retrive_next_token, retrive_next_sibling, target_probs, uniform_samples)
-    as_torch = any(_is_torch(x) for x in (*inputs, uniform_samples_for_final_sampling, draft_probs, retrive_index))
+    as_torch = _any_torch(*inputs, uniform_samples_for_final_sampling, draft_probs, retrive_index)
     if not isinstance(verifier, str) or verifier not in TREE_VERIFIERS:
         raise ValueError(f"verifier: expected one of {', '.join(map(repr, TREE_VERIFIERS))}, got {verifier!r}")
     own = verifier in ("sglang", "sglang-pre-35798")

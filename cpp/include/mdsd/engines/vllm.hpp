@@ -20,6 +20,7 @@
 // row is recorded, not thrown, so the error reported does not depend on the thread count.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "mdsd/engines/sampling.hpp"
@@ -28,7 +29,7 @@
 namespace mdsd::engines {
 
 // Row-major views; rows of target_probs / draft_probs / recovery_noise are `*_stride` entries
-// apart, each row contiguous. Ids, counts and uniforms arrive checked from python/mdsd_fast/engines/.
+// apart, each row contiguous. Ids and counts arrive checked from python/mdsd_fast/engines/.
 template <class P, class E>
 struct ChainBatch {
     int64_t B = 0, T = 0, V = 0, max_spec_len = 0;
@@ -46,19 +47,71 @@ struct ChainBatch {
 
 // The first broken row of each input within one request (row -1: none). kind: validate::Status.
 struct ChainErrors {
-    int64_t row[3] = {-1, -1, -1};  // target_probs, draft_probs, recovery_noise
-    int kind[3] = {0, 0, 0};
-    double value[3] = {0.0, 0.0, 0.0};
+    int64_t row[4] = {-1, -1, -1, -1};  // target_probs, draft_probs, uniform_probs, recovery_noise
+    int kind[4] = {0, 0, 0, 0};
+    double value[4] = {0.0, 0.0, 0.0, 0.0};
 };
 
-// validate::Status of one probability row (value: the sum, or the negative entry).
+namespace detail {
+
+// The plain float64 sum of x[0, V) and whether every entry lies in [0, DBL_MAX] (NaN fails); four
+// partial sums (two SSE2 registers), the float32 entries widened exactly.
+template <class P>
+inline double plain_sum(const P* x, int64_t V, bool& ok) {
+    constexpr double big = validate::detail::kBig;
+    int64_t v = 0;
+    double s = 0.0;
+#ifdef MDSD_SSE2
+    __m128d s0 = _mm_setzero_pd(), s1 = _mm_setzero_pd();
+    __m128d in = _mm_castsi128_pd(_mm_set1_epi64x(-1));
+    const __m128d zero = _mm_setzero_pd(), top = _mm_set1_pd(big);
+    for (; v + 4 <= V; v += 4) {
+        __m128d a, b;
+        if constexpr (sizeof(P) == 4) {
+            const __m128 f = _mm_loadu_ps(reinterpret_cast<const float*>(x + v));
+            a = _mm_cvtps_pd(f);
+            b = _mm_cvtps_pd(_mm_movehl_ps(f, f));
+        } else {
+            a = _mm_loadu_pd(reinterpret_cast<const double*>(x + v));
+            b = _mm_loadu_pd(reinterpret_cast<const double*>(x + v + 2));
+        }
+        in = _mm_and_pd(in, _mm_and_pd(_mm_and_pd(_mm_cmpge_pd(a, zero), _mm_cmple_pd(a, top)),
+                                       _mm_and_pd(_mm_cmpge_pd(b, zero), _mm_cmple_pd(b, top))));
+        s0 = _mm_add_pd(s0, a);
+        s1 = _mm_add_pd(s1, b);
+    }
+    double h[4];
+    _mm_storeu_pd(h, s0);
+    _mm_storeu_pd(h + 2, s1);
+    s = (h[0] + h[2]) + (h[1] + h[3]);
+    ok = _mm_movemask_pd(in) == 3;
+#else
+    ok = true;
+#endif
+    for (; v < V; ++v) {
+        const double a = x[v];
+        ok = ok && a >= 0.0 && a <= big;
+        s += a;
+    }
+    return s;
+}
+
+}  // namespace detail
+
+// validate::Status of one probability row (value: the sum, or the negative entry). The engines use
+// rows as given, so the sum only has to meet a tolerance: one plain vector pass decides the rows
+// it finds within it; validate::row_sum (the exact sum) decides the others and names the first
+// broken rule.
 template <class P>
 inline int check_row(const P* x, int64_t V, double tol, bool zero_ok, double& value) {
+    bool ok = false;
+    const double s = detail::plain_sum(x, V, ok);
+    if (ok && (std::fabs(s - 1.0) <= tol || (zero_ok && s == 0.0))) return validate::kOk;
     int status = validate::kOk;
-    const double s = validate::row_sum(x, V, status, value);
+    const double exact = validate::row_sum(x, V, status, value);
     if (status != validate::kOk) return status;
-    value = s;
-    return (std::fabs(s - 1.0) <= tol || (zero_ok && s == 0.0)) ? validate::kOk : validate::kOffSum;
+    value = exact;
+    return (std::fabs(exact - 1.0) <= tol || (zero_ok && exact == 0.0)) ? validate::kOk : validate::kOffSum;
 }
 
 // vLLM's recovered token at draft position t of request b (sample_recovered_tokens_kernel),
@@ -113,9 +166,14 @@ inline void rejection_sample_request(const ChainBatch<P, E>& c, int64_t b, Out* 
             const double x = e[v];
             ok &= x > 0.0 && x <= validate::detail::kBig;
         }
-        if (!ok) err.row[2] = b, err.kind[2] = validate::kNonFinite;
+        if (!ok) err.row[3] = b, err.kind[3] = validate::kNonFinite;
     }
-    if (err.row[0] >= 0 || err.row[1] >= 0 || err.row[2] >= 0) return;
+    if (c.uniform_probs)
+        for (int64_t t = start; t < start + n && err.row[2] < 0; ++t) {
+            const double u = c.uniform_probs[t];
+            if (!(u >= 0.0 && u < 1.0)) err.row[2] = t, err.kind[2] = validate::kOffSum, err.value[2] = u;
+        }
+    if (err.row[0] >= 0 || err.row[1] >= 0 || err.row[2] >= 0 || err.row[3] >= 0) return;
     Out* row = out + b * (c.max_spec_len + 1);
     for (int64_t pos = 0; pos < n; ++pos) {
         const int64_t t = start + pos;
