@@ -35,11 +35,20 @@ const typename A::value_type* data_or_null(const std::optional<A>& a) {
     return a ? a->data() : nullptr;
 }
 
-// The int32 output of `entries` entries, -1 everywhere; refused above the limits table's bytes.
+// The int32 output of the given shape, -1 everywhere; refused above the limits table's bytes
+// (counted without overflow).
 py::array_t<int32_t> filled(std::vector<py::ssize_t> shape, const char* name) {
+    constexpr int64_t most = mdsd::limits::kMaxAllocBytes / 4;
     int64_t entries = 1;
-    for (auto s : shape) entries *= s;
-    if (entries > mdsd::limits::kMaxAllocBytes / 4)
+    for (auto s : shape) {
+        if (s < 0 || (s > 0 && entries > most / s))
+            throw std::invalid_argument(std::string(name) + ": an output of more than " + std::to_string(most) +
+                                        " int32 tokens is above the limit of " +
+                                        std::to_string(mdsd::limits::kMaxAllocBytes) +
+                                        " bytes (limits: max_alloc_bytes)");
+        entries *= s;
+    }
+    if (entries > most)
         throw std::invalid_argument(std::string(name) + ": an output of " + std::to_string(entries) +
                                     " int32 tokens would need " + std::to_string(entries * 4) +
                                     " bytes, above the limit of " + std::to_string(mdsd::limits::kMaxAllocBytes) +
@@ -47,6 +56,16 @@ py::array_t<int32_t> filled(std::vector<py::ssize_t> shape, const char* name) {
     py::array_t<int32_t> out(shape);
     std::fill(out.mutable_data(), out.mutable_data() + out.size(), static_cast<int32_t>(e::kPlaceholder));
     return out;
+}
+
+// Every entry of a in [lo, hi): the kernels index with them (the Python layer checks them first, in
+// the caller's dtype; this keeps a direct call from reading out of bounds).
+void check_ids(const I64& a, int64_t lo, int64_t hi, const char* name) {
+    const int64_t* x = a.data();
+    for (py::ssize_t i = 0; i < a.size(); ++i)
+        if (x[i] < lo || x[i] >= hi)
+            throw std::invalid_argument(std::string(name) + ": id " + std::to_string(x[i]) + " outside [" +
+                                        std::to_string(lo) + ", " + std::to_string(hi) + ")");
 }
 
 // A float32 / float64 array of `ndim` dimensions, read in place when its rows (last axis) are each
@@ -151,7 +170,29 @@ py::array_t<int32_t> rejection_sample(const I64& draft_token_ids, const I64& cu_
         if (noise->shape(0) != B || noise->shape(1) != V)
             throw std::invalid_argument("recovery_noise: expected shape (B, V)");
     }
-    if (max_spec_len < 0) throw std::invalid_argument("max_spec_len: expected an integer >= 0");
+    if (draft_token_ids.ndim() != 1 || cu_num_draft_tokens.ndim() != 1 || bonus_token_ids.ndim() != 1)
+        throw std::invalid_argument("draft_token_ids, cu_num_draft_tokens, bonus_token_ids: expected 1-D arrays");
+    check_ids(draft_token_ids, -1, V, "draft_token_ids");
+    check_ids(bonus_token_ids, 0, V, "bonus_token_ids");
+    if (max_spec_len < 0 || max_spec_len >= mdsd::limits::kMaxAllocBytes / 4)
+        throw std::invalid_argument("max_spec_len: expected an integer in [0, max_alloc_bytes / 4)");
+    for (int64_t b = 0, prev = 0; b < B; prev = cu_num_draft_tokens.data()[b++]) {
+        const int64_t cb = cu_num_draft_tokens.data()[b];
+        if (cb < prev || cb - prev > max_spec_len || (b == B - 1 && cb != T))
+            throw std::invalid_argument(
+                "cu_num_draft_tokens: expected non-decreasing prefix sums ending at T, each count <= max_spec_len");
+    }
+    if (B == 0 && T != 0) throw std::invalid_argument("cu_num_draft_tokens: no request, but T > 0 drafts");
+    if (is_greedy && (is_greedy->ndim() != 1 || is_greedy->shape(0) != B))
+        throw std::invalid_argument("is_greedy: expected shape (B,)");
+    if (uniform_probs && (uniform_probs->ndim() != 1 || uniform_probs->shape(0) != T))
+        throw std::invalid_argument("uniform_probs: expected shape (T,)");
+    bool random = false;  // a non-greedy request with drafts reads the uniforms and the noise
+    for (int64_t b = 0; b < B && !random; ++b)
+        random = !(is_greedy && is_greedy->data()[b]) &&
+                 cu_num_draft_tokens.data()[b] > (b ? cu_num_draft_tokens.data()[b - 1] : 0);
+    if (random && (!uniform_probs || !noise))
+        throw std::invalid_argument("uniform_probs, recovery_noise: needed when some request is not greedy");
     auto out = filled({static_cast<py::ssize_t>(B), static_cast<py::ssize_t>(max_spec_len + 1)}, "max_spec_len");
     int32_t* o = out.mutable_data();
     auto fill = [&](auto& c) {
@@ -231,6 +272,20 @@ py::tuple tree_sample(const I64& candidates, const I64& retrive_index, const I64
     if (candidates.ndim() != 2 || candidates.shape(0) != tp.shape(0) || candidates.shape(1) != tp.shape(1))
         throw std::invalid_argument("candidates, target_probs: expected shapes (B, N) and (B, N, V)");
     const int64_t B = tp.shape(0), N = tp.shape(1), V = tp.shape(2);
+    for (const I64* a : {&retrive_index, &next_token, &next_sibling})
+        if (a->ndim() != 2 || a->shape(0) != B || a->shape(1) != N)
+            throw std::invalid_argument(
+                "retrive_index, retrive_next_token, retrive_next_sibling: expected shape (B, N)");
+    if (uniform_samples.ndim() != 2 || uniform_samples.shape(0) != B || uniform_samples.shape(1) != N ||
+        uniform_final.ndim() != 1 || uniform_final.shape(0) != B)
+        throw std::invalid_argument(
+            "uniform_samples, uniform_samples_for_final_sampling: expected shapes (B, N), (B,)");
+    if (N == 0 && B > 0) throw std::invalid_argument("target_probs: a tree needs at least its root (N >= 1)");
+    check_ids(candidates, 0, V, "candidates");
+    check_ids(retrive_index, 0, B * N, "retrive_index");
+    check_ids(next_token, -1, N, "retrive_next_token");
+    check_ids(next_sibling, -1, N, "retrive_next_sibling");
+    if (num_spec > N) throw std::invalid_argument("num_speculative_tokens: at most N");
     if (B * N > int64_t{2147483647})
         throw std::invalid_argument("candidates: B * N = " + std::to_string(B * N) +
                                     " nodes; predicts holds int32 slots (at most 2^31 - 1)");

@@ -150,3 +150,38 @@ def test_validation_in_the_kernel_pass_names_the_first_row(threads: int) -> None
     B, N, _ = bad.shape
     with pytest.raises(ValueError, match=f"target_probs: row {B * N - 1} contains NaN or inf"):
         tree_speculative_sampling(**{**tree, "target_probs": bad}, threads=threads)
+
+
+def test_direct_kernel_calls_check_what_they_index_with() -> None:
+    """The compiled entry points refuse ids, prefix sums and tree links that would index out of
+    bounds, even when called without the Python layer's checks."""
+    from mdsd_fast import _core
+
+    p = np.full((2, 4), 0.25, np.float32)
+    u, noise = np.full(2, 0.5), np.ones((1, 4), np.float32)
+    ids, cu, bonus = np.array([0, 1]), np.array([2]), np.array([0])
+    assert _core.engines.rejection_sample(ids, cu, None, p, bonus, None, u, noise, 2, 1e-4, 1).shape == (1, 3)
+    for bad in (
+        dict(ids=np.array([0, 4])),
+        dict(ids=np.array([-2, 0])),
+        dict(cu=np.array([3])),
+        dict(cu=np.array([-1])),
+        dict(bonus=np.array([4])),
+        dict(width=-1),
+        dict(width=2**62),
+        dict(u=None),
+    ):
+        a = {"ids": ids, "cu": cu, "bonus": bonus, "width": 2, "u": u, **bad}
+        with pytest.raises(ValueError):
+            _core.engines.rejection_sample(a["ids"], a["cu"], None, p, a["bonus"], None, a["u"], noise, a["width"],
+                                           1e-4, 1)  # fmt: skip
+    tp = np.full((1, 3, 4), 0.25)
+    ok = dict(cand=np.array([[0, 1, 2]]), idx=np.array([[0, 1, 2]]), nxt=np.array([[1, -1, -1]]),
+              sib=np.array([[-1, 2, -1]]))  # fmt: skip
+    coins, final = np.full((1, 3), 0.5), np.full(1, 0.5)
+    for bad in (dict(cand=np.array([[0, 1, 4]])), dict(idx=np.array([[0, 1, 3]])), dict(nxt=np.array([[3, -1, -1]])),
+                dict(sib=np.array([[-1, -2, -1]]))):  # fmt: skip
+        a = {**ok, **bad}
+        with pytest.raises(ValueError):
+            _core.engines.tree_sample(a["cand"], a["idx"], a["nxt"], a["sib"], coins, final, tp, None, 0, "sglang", "",
+                                      1.0, 1.0, 1e7, 1e-4, 1)  # fmt: skip

@@ -145,14 +145,13 @@ def _same_dtype(tp: NDArray[Any], dp: NDArray[Any] | None) -> tuple[NDArray[Any]
     return tp.astype(np.float64), dp.astype(np.float64)
 
 
-def _output_bytes(name: str, *shape: int) -> None:
-    """Refuse an int32 output that grows with argument ``name`` beyond the limits table's bytes."""
-    size, limit = 4, LIMITS["max_alloc_bytes"]
-    for s in shape:
-        size *= int(s)
+def _output_bytes(name: str, rows: int, width: int) -> None:
+    """Refuse an int32 (rows, width) output that grows with argument ``name`` beyond the limits
+    table's bytes (one row counted even when there is none: the width alone is refused)."""
+    size, limit = 4 * max(rows, 1) * width, LIMITS["max_alloc_bytes"]
     if size > limit:
         raise ValueError(
-            f"{name}: an output of {' x '.join(map(str, shape))} int32 tokens would need {size:,} bytes, "
+            f"{name}: an output of {max(rows, 1)} x {width} int32 tokens would need {size:,} bytes, "
             f"above the limit of {limit:,} (mdsd_fast.limits.LIMITS['max_alloc_bytes'])"
         )
 
