@@ -30,6 +30,7 @@ SECTIONS: list[tuple[str, str, str, str]] = [
     ("verifiers/one_tuple_per_row.json", "", "", ""),
     ("verifiers/optimal_wor_route.json", "", "", ""),
     ("intervals/bounds_throughput.json", "", "", ""),
+    ("engines/rejection_sample_speed.json", "", "", ""),
     ("logs/stream_positions_200k_idle.jsonl", "Logs: 200,000 top-20 positions written, read and reported (idle cores)",
      "python bench/logs/stream_positions.py --positions 200000 --workers 1,2", ZEN + ", idle"),
     ("logs/stream_positions_1m.json", "Logs: the report over a million positions (memory stays flat)",

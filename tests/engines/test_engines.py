@@ -4,8 +4,8 @@ Independent numpy re-implementations of vLLM V1's ``rejection_sample`` and SGLan
 ``tree_speculative_sampling_target_only`` (tests/_support/engine_reference.py, written from the engines'
 code) are reproduced exactly by the C++ kernels under the same uniforms on random batches
 (ragged draft counts including 0, random trees, float32 and float64, n-gram drafts, greedy
-requests, thresholds), with SGLang's published test vectors and vLLM's greedy cases; the same
-with torch tensors; results independent of the thread count; errors that name the argument.
+requests, thresholds) and vLLM's greedy cases; the same with torch tensors; results independent
+of the thread count; errors that name the argument.
 The laws (losslessness, registry verifiers per node) are in tests/engines/test_engines_law.py.
 """
 
@@ -34,11 +34,15 @@ def test_vllm_token_for_token(dtype: type) -> None:
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_sglang_token_for_token(dtype: type) -> None:
+    """The rule before SGLang PR #35798 (tests/engines/test_engines_upstream.py has the current one);
+    thresholds float32 numbers, as SGLang's kernel takes them."""
     rng = np.random.default_rng(12)
     for it in range(300):
         c = tree_case(rng, dtype)
-        th = (1.0, 1.0) if it % 3 else (float(rng.random()), float(rng.random()))
-        got = tree_speculative_sampling(**c, threshold_single=th[0], threshold_acc=th[1], threads=1)
+        th = (1.0, 1.0) if it % 3 else (float(np.float32(rng.random())), float(np.float32(rng.random())))
+        got = tree_speculative_sampling(
+            **c, verifier="sglang-pre-35798", threshold_single=th[0], threshold_acc=th[1], threads=1
+        )
         for g, w in zip(got, ref_tree(c, *th), strict=True):
             assert g.dtype == np.int32
             np.testing.assert_array_equal(g, w)
@@ -68,35 +72,6 @@ def test_threads_do_not_change_results() -> None:
                 np.testing.assert_array_equal(a, b)
     chain = chain_case(np.random.default_rng(14), np.float64)
     np.testing.assert_array_equal(rejection_sample(**chain, threads=1), rejection_sample(**chain, threads=3))
-
-
-def test_sglang_published_vectors() -> None:
-    """sgl-kernel's test_tree_speculative_sampling_target_only cases (thresholds (1, 1) and (0, 0))."""
-    candidates = np.array([[0, 1, 2, 3, 4, 5], [7, 8, 9, 10, 11, 12]])
-    retrive_index = np.array([[0, 1, 2, 3, 4, 5], [6, 7, 8, 9, 10, 11]])
-    nxt = np.array([[1, 2, -1, 4, 5, -1], [4, 2, 3, -1, 5, -1]])
-    sib = np.array([[-1, 3, -1, -1, -1, -1], [-1, -1, -1, -1, 1, -1]])
-    logits = np.ones((2, 6, 20), dtype=np.float32)
-    for b, i, tok in [(0, 0, 3), (0, 3, 4), (0, 4, 5), (1, 0, 11), (1, 4, 12)]:
-        logits[b, i, tok] = 10
-    logits[logits.max(axis=2) < 10, 18] = 10
-    z = np.exp((logits - logits.max(axis=2, keepdims=True)) / np.float32(0.01))
-    target = (z / z.sum(axis=2, keepdims=True)).astype(np.float32)
-    rng = np.random.default_rng(0)
-    kw = dict(
-        retrive_index=retrive_index,
-        uniform_samples=rng.uniform(0.01, 0.99, size=(2, 6)).astype(np.float32),
-        uniform_samples_for_final_sampling=rng.uniform(0.01, 0.99, size=2).astype(np.float32),
-        num_speculative_tokens=4,
-    )
-    one = tree_speculative_sampling(candidates, nxt, sib, target, **kw)
-    assert one.predicts.tolist() == [3, -1, -1, 4, 5, 18, 11, -1, -1, -1, 12, 18]
-    assert one.accept_index.tolist() == [[0, 3, 4, 5], [6, 10, 11, -1]]
-    assert one.accept_token_num.tolist() == [3, 2]
-    zero = tree_speculative_sampling(candidates, nxt, sib, target, **kw, threshold_single=0.0, threshold_acc=0.0)
-    assert zero.predicts.tolist() == [1, 2, 18, -1, -1, -1, 11, -1, -1, -1, 12, 18]
-    assert zero.accept_index.tolist() == [[0, 1, 2, -1], [6, 10, 11, -1]]
-    assert zero.accept_token_num.tolist() == [2, 2]
 
 
 def test_vllm_greedy_cases() -> None:
@@ -175,7 +150,7 @@ def _chain_ok() -> dict:
         ({"num_draft_tokens": [1, 0]}, ValueError, "num_draft_tokens: the counts sum to 1"),
         ({"num_draft_tokens": [3, -1]}, ValueError, "num_draft_tokens: counts must be >= 0"),
         ({"cu_num_draft_tokens": [1, 2]}, ValueError, "cu_num_draft_tokens"),
-        ({"draft_token_ids": [1, 3]}, ValueError, r"draft_token_ids: id 3 outside \[0, 3\)"),
+        ({"draft_token_ids": [1, 3]}, ValueError, r"draft_token_ids: id 3 outside \[-1, 3\)"),
         ({"draft_token_ids": [1.0, 0.0]}, TypeError, "draft_token_ids: expected integer ids"),
         ({"bonus_token_ids": [[2], [-1]]}, ValueError, "bonus_token_ids: id -1"),
         ({"uniform_probs": [0.5, 1.0]}, ValueError, r"uniform_probs: uniforms must lie in \[0, 1\)"),
@@ -222,7 +197,7 @@ def _tree_ok() -> dict:
         ({"candidates": [[0, 1, 1]]}, ValueError, "request 0, node 0 .*appears twice"),
         ({"draft_probs": None}, ValueError, "draft_probs: verifier 'rrs-wor' needs"),
         ({"scheme": "iid"}, ValueError, "scheme: verifier 'rrs-wor' verifies 'wor'"),
-        ({"threshold_acc": 0.5}, ValueError, "only verifier='sglang' has thresholds"),
+        ({"threshold_acc": 0.5}, ValueError, "only SGLang's rules have thresholds"),
         (
             {"verifier": "sglang", "threshold_single": 2.0},
             ValueError,
@@ -237,8 +212,8 @@ def test_tree_errors_name_the_argument(change: dict, error: type, match: str) ->
 
 
 def test_tree_verifiers_list() -> None:
-    assert TREE_VERIFIERS[0] == "sglang" and "optimal-lp" not in TREE_VERIFIERS
-    assert set(TREE_VERIFIERS[1:]) == set(mf.verifiers) - {"optimal-lp"}
+    assert TREE_VERIFIERS[:2] == ("sglang", "sglang-pre-35798") and "optimal-lp" not in TREE_VERIFIERS
+    assert set(TREE_VERIFIERS[2:]) == set(mf.verifiers) - {"optimal-lp"}
 
 
 def test_uniforms_only_where_read() -> None:

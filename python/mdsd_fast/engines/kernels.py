@@ -15,9 +15,12 @@ tree_speculative_sampling(...)
 
 NumPy arrays or CPU torch tensors go in; the outputs are int32 NumPy arrays, or int32 torch
 tensors when any input is a torch tensor (torch is never imported by this module). Probabilities
-may be float32 or float64 and are computed in float64, used as given (not renormalised: an engine
-does not renormalise either). The C++ loops run without the GIL, requests split over threads;
-results do not depend on the thread count.
+may be float32 or float64: the C++ kernels read them in place (a torch tensor through its NumPy
+view, rows contiguous and evenly spaced; other layouts are copied once) and compute in float64,
+so float32 input gives the bits of its float64 conversion. They are used as given (not
+renormalised: an engine does not renormalise either) and validated in the kernels' own pass. The
+C++ loops run without the GIL, requests split over threads; results do not depend on the thread
+count.
 """
 
 from __future__ import annotations
@@ -32,16 +35,19 @@ from numpy.typing import NDArray
 from .. import _core
 from ..inputs.args import _work_budget
 from ..inputs.rules import MAX_V, SUM_TOL, as_array, check_threads
+from ..limits import LIMITS
 from ..verifiers.registry import verifiers
 
 __all__ = ["rejection_sample", "tree_speculative_sampling", "TreeVerification", "TREE_VERIFIERS"]
 
-#: What ``tree_speculative_sampling(verifier=...)`` accepts: SGLang's rule and the registry
-#: verifiers that need no solver ("optimal-lp" needs an LP per node and is not served).
-TREE_VERIFIERS: tuple[str, ...] = ("sglang", *(name for name in verifiers if name != "optimal-lp"))
-
-#: Largest output rejection_sample allocates (entries of [B, max_spec_len + 1]).
-MAX_OUTPUT = 2**31
+#: What ``tree_speculative_sampling(verifier=...)`` accepts: SGLang's rule (as of SGLang PR #35798),
+#: SGLang's rule before that PR, and the registry verifiers that need no solver ("optimal-lp" needs
+#: an LP per node and is not served).
+TREE_VERIFIERS: tuple[str, ...] = (
+    "sglang",
+    "sglang-pre-35798",
+    *(name for name in verifiers if name != "optimal-lp"),
+)
 
 
 class TreeVerification(NamedTuple):
@@ -57,8 +63,19 @@ def _is_torch(x: Any) -> bool:
     return torch is not None and isinstance(x, torch.Tensor)
 
 
+def _any_torch(*xs: Any) -> bool:
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        for x in xs:
+            if isinstance(x, torch.Tensor):
+                return True
+    return False
+
+
 def _numpy(name: str, x: Any) -> NDArray[Any]:
-    """A NumPy view of an array-like or a CPU torch tensor."""
+    """A NumPy view of an array-like or a CPU torch tensor (its memory, not a copy)."""
+    if isinstance(x, np.ndarray):
+        return x
     if _is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: expected a CPU tensor, got one on {x.device}; move it with .cpu()")
@@ -70,13 +87,21 @@ def _numpy(name: str, x: Any) -> NDArray[Any]:
 
 
 def _shape(name: str, arr: NDArray[Any], shape: tuple[int | None, ...], spelled: str) -> None:
-    if arr.ndim != len(shape) or any(s is not None and s != a for s, a in zip(shape, arr.shape, strict=True)):
+    ok = arr.ndim == len(shape)
+    if ok:
+        for want, got in zip(shape, arr.shape, strict=True):
+            if want is not None and want != got:
+                ok = False
+    if not ok:
         raise ValueError(f"{name}: expected shape {spelled}, got {arr.shape}")
 
 
 def _ids(name: str, x: Any, shape: tuple[int | None, ...], spelled: str, lo: int, hi: int) -> NDArray[np.int64]:
-    """Integer ids of a given shape, each in [lo, hi), as C-contiguous int64."""
+    """Integer ids of a given shape, each in [lo, hi) (checked in their own dtype, before the cast),
+    as C-contiguous int64."""
     arr = _numpy(name, x)
+    if arr.size == 0 and isinstance(x, (list, tuple)):
+        arr = arr.astype(np.int64)  # np.asarray([]) is float64
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         raise TypeError(f"{name}: expected integer ids, got dtype {arr.dtype}")
     _shape(name, arr, shape, spelled)
@@ -86,42 +111,49 @@ def _ids(name: str, x: Any, shape: tuple[int | None, ...], spelled: str, lo: int
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
-def _floats(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[np.float64]:
+def _floats(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[Any]:
+    """A float32 or float64 array of the given shape, as given (no copy: the kernels read it in place)."""
     arr = _numpy(name, x)
     if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):
         raise TypeError(f"{name}: expected float32 or float64 values, got dtype {arr.dtype}")
     _shape(name, arr, shape, spelled)
-    return np.ascontiguousarray(arr, dtype=np.float64)
+    return arr
 
 
 def _uniforms(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[np.float64]:
+    """Uniforms in [0, 1) as C-contiguous float64 (one per draft or node: a small copy)."""
     arr = _floats(name, x, shape, spelled)
     bad = ~((arr >= 0.0) & (arr < 1.0))
     if bad.any():
         raise ValueError(f"{name}: uniforms must lie in [0, 1), got {arr[bad].flat[0]!r}")
-    return arr
+    return np.ascontiguousarray(arr, dtype=np.float64)
 
 
-def _probs(name: str, x: Any, shape: tuple[int | None, ...], spelled: str, *, zero_rows: bool) -> NDArray[np.float64]:
-    """Probability rows along the last axis, finite and non-negative, each summing to 1 within
-    SUM_TOL (or all zero when ``zero_rows``); used as given, not renormalised."""
+def _probs(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[Any]:
+    """Probability rows along the last axis, float32 or float64 as given; the kernels check that
+    they are finite and non-negative and that each sums to 1 within SUM_TOL, in their own pass."""
     out = _floats(name, x, shape, spelled)
     if not 1 <= out.shape[-1] <= MAX_V:
         raise ValueError(f"{name}: V = {out.shape[-1]} tokens; expected 1 <= V <= {MAX_V} (int32 token ids)")
-    rows = out.reshape(-1, out.shape[-1])
-    if not np.isfinite(rows).all():
-        raise ValueError(f"{name}: row {int(np.argmin(np.isfinite(rows).all(axis=1)))} contains NaN or inf")
-    if (rows < 0).any():
-        raise ValueError(f"{name}: row {int(np.argmin((rows >= 0).all(axis=1)))} has negative entries")
-    sums = rows.sum(axis=1)
-    bad = np.abs(sums - 1.0) > SUM_TOL
-    if zero_rows:
-        bad &= sums != 0.0
-    if bad.any():
-        r = int(np.argmax(bad))
-        allowed = " (or 0: a row of zeros)" if zero_rows else ""
-        raise ValueError(f"{name}: row {r} sums to {sums[r]:.9g}, not within {SUM_TOL:g} of 1{allowed}")
     return out
+
+
+def _same_dtype(tp: NDArray[Any], dp: NDArray[Any] | None) -> tuple[NDArray[Any], NDArray[Any] | None]:
+    """One dtype for the target and draft rows (the kernels take one): float64 when they differ."""
+    if dp is None or dp.dtype == tp.dtype:
+        return tp, dp
+    return tp.astype(np.float64), dp.astype(np.float64)
+
+
+def _output_bytes(name: str, rows: int, width: int) -> None:
+    """Refuse an int32 (rows, width) output that grows with argument ``name`` beyond the limits
+    table's bytes (one row counted even when there is none: the width alone is refused)."""
+    size, limit = 4 * max(rows, 1) * width, LIMITS["max_alloc_bytes"]
+    if size > limit:
+        raise ValueError(
+            f"{name}: an output of {max(rows, 1)} x {width} int32 tokens would need {size:,} bytes, "
+            f"above the limit of {limit:,} (mdsd_fast.limits.LIMITS['max_alloc_bytes'])"
+        )
 
 
 def _count(name: str, x: Any, minimum: int) -> int:
@@ -132,11 +164,12 @@ def _count(name: str, x: Any, minimum: int) -> int:
     return int(x)
 
 
-def _out(arr: NDArray[Any], as_torch: bool) -> Any:
-    out = np.ascontiguousarray(arr, dtype=np.int32)  # the engines' dtype (SamplerOutput, predicts)
+def _out(arr: NDArray[np.int32], as_torch: bool) -> Any:
+    """The kernels' int32 output (the engines' dtype: SamplerOutput, predicts), as a torch tensor
+    sharing its memory when the inputs were tensors."""
     if as_torch:
-        return sys.modules["torch"].from_numpy(out)
-    return out
+        return sys.modules["torch"].from_numpy(arr)
+    return arr
 
 
 def rejection_sample(
@@ -157,7 +190,9 @@ def rejection_sample(
 
     Parameters
     ----------
-    draft_token_ids : int (T,), the drafts of every request, concatenated.
+    draft_token_ids : int (T,), the drafts of every request, concatenated; -1 is vLLM's placeholder
+        (a position that must not be verified, vLLM PR #46533): always rejected, and the recovered
+        token is emitted there (from max(p - q, 0), or from p for n-gram drafts).
     num_draft_tokens : B non-negative ints summing to T (0 drafts: the bonus token alone).
     draft_probs : (T, V) draft distributions at each draft position, or None for n-gram drafts
         (vLLM's ``IS_NGRAM``: q = 1 at the draft). A row of zeros is allowed (vLLM rejects there).
@@ -180,34 +215,37 @@ def rejection_sample(
     int32 (B, max_spec_len + 1): accepted drafts, then the recovered or bonus token, then -1.
     """
     inputs = (draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs)
-    as_torch = any(_is_torch(x) for x in (*inputs, recovery_noise, is_greedy, cu_num_draft_tokens))
+    as_torch = _any_torch(*inputs, recovery_noise, is_greedy, cu_num_draft_tokens)
+    tp = _probs("target_probs", target_probs, (None, None), "(T, V)")
+    T, V = tp.shape
     counts = _numpy("num_draft_tokens", num_draft_tokens)
     if counts.ndim == 1 and counts.size == 0:
         counts = counts.astype(np.int64)  # an empty batch: np.asarray([]) is float64
     if counts.dtype == np.bool_ or counts.dtype.kind not in "iu" or counts.ndim != 1:
         raise TypeError(f"num_draft_tokens: expected a 1-D sequence of ints, got {counts.dtype} shape {counts.shape}")
-    if counts.size and counts.min() < 0:
-        raise ValueError(f"num_draft_tokens: counts must be >= 0, got {int(counts.min())}")
-    counts = counts.astype(np.int64)
+    # each count in [0, T], checked in its own dtype before the cast (a uint64 2**64 - 1 is not -1)
+    lo, hi = (int(counts.min()), int(counts.max())) if counts.size else (0, 0)
+    if lo < 0:
+        raise ValueError(f"num_draft_tokens: counts must be >= 0, got {lo}")
+    if hi > T:
+        raise ValueError(f"num_draft_tokens: a count of {hi} is more than the T = {T} rows")
+    counts = counts.astype(np.int64, copy=False)
     B = counts.shape[0]
-    cu = np.cumsum(counts)
-    tp = _probs("target_probs", target_probs, (None, None), "(T, V)", zero_rows=False)
-    T, V = tp.shape
+    cu = np.cumsum(counts)  # <= B * T: no overflow
     if int(cu[-1] if B else 0) != T:
         raise ValueError(f"num_draft_tokens: the counts sum to {int(cu[-1] if B else 0)}, but there are T = {T} rows")
     if cu_num_draft_tokens is not None:
         given = _ids("cu_num_draft_tokens", cu_num_draft_tokens, (B,), f"({B},)", 0, T + 1)
         if not np.array_equal(given, cu):
             raise ValueError("cu_num_draft_tokens: not the inclusive prefix sums of num_draft_tokens")
-    longest = int(counts.max()) if B else 0
-    width = longest if max_spec_len is None else _count("max_spec_len", max_spec_len, longest)
-    if B * (width + 1) > MAX_OUTPUT:
-        raise ValueError(f"max_spec_len: an output of {B} x {width + 1} tokens is more than {MAX_OUTPUT}")
-    drafts = _ids("draft_token_ids", draft_token_ids, (T,), f"({T},)", 0, V)
+    width = hi if max_spec_len is None else _count("max_spec_len", max_spec_len, hi)
+    _output_bytes("max_spec_len", B, width + 1)
+    drafts = _ids("draft_token_ids", draft_token_ids, (T,), f"({T},)", -1, V)
     bonus = _numpy("bonus_token_ids", bonus_token_ids)
     bonus = bonus.reshape(B) if bonus.shape == (B, 1) else bonus
     bonus_ids = _ids("bonus_token_ids", bonus, (B,), f"({B}, 1) or ({B},)", 0, V)
-    dp = None if draft_probs is None else _probs("draft_probs", draft_probs, (T, V), f"({T}, {V})", zero_rows=True)
+    dp = None if draft_probs is None else _probs("draft_probs", draft_probs, (T, V), f"({T}, {V})")
+    tp, dp = _same_dtype(tp, dp)
     greedy = None
     if is_greedy is not None:
         g = _numpy("is_greedy", is_greedy)
@@ -221,14 +259,15 @@ def rejection_sample(
     if uniform_probs is not None or random_drafts:
         if uniform_probs is None:
             raise ValueError("uniform_probs: needed (shape (T,)) when some request is not greedy")
-        u = _uniforms("uniform_probs", uniform_probs, (T,), f"({T},)")
+        # in [0, 1): checked by the kernel, in its pass
+        u = np.ascontiguousarray(_floats("uniform_probs", uniform_probs, (T,), f"({T},)"), dtype=np.float64)
     if recovery_noise is not None or random_drafts:
         if recovery_noise is None:
             raise ValueError("recovery_noise: needed (shape (B, V), Exp(1)) when some request is not greedy")
         noise = _floats("recovery_noise", recovery_noise, (B, V), f"({B}, {V})")
-        if not (np.isfinite(noise) & (noise > 0)).all():
-            raise ValueError("recovery_noise: Exp(1) noise must be finite and > 0")
-    out = _core.engines.rejection_sample(drafts, cu, dp, tp, bonus_ids, greedy, u, noise, width, check_threads(threads))
+    out = _core.engines.rejection_sample(
+        drafts, cu, dp, tp, bonus_ids, greedy, u, noise, width, SUM_TOL, check_threads(threads)
+    )
     return _out(out, as_torch)
 
 
@@ -276,9 +315,13 @@ def tree_speculative_sampling(
         default b * N + i (SGLang's).
     num_speculative_tokens : accept_index width; at most num_speculative_tokens - 1 nodes are
         accepted and the final token is then drawn from p. Default: the deepest tree's depth + 1.
-    verifier : "sglang" (SGLang's rule with ``threshold_single``, ``threshold_acc``; (1, 1) is
-        lossless) or a registry verifier of ``TREE_VERIFIERS``, applied at every node with the
-        children's tokens as its draft tuple (their count is its n).
+    verifier : "sglang": SGLang's rule as of SGLang PR #35798 (a child is accepted when p(x) > 0 and
+        (coin < A / threshold_acc or p(x) >= threshold_single); an empty residual emits the last
+        rejected child with probability), thresholds rounded to float32 as SGLang takes them;
+        (1, 1) is lossless. "sglang-pre-35798": the rule before that PR (coin <= A / threshold_acc,
+        no p(x) > 0 test, an empty residual emits V - 1), to diff an older SGLang build. Or a
+        registry verifier of ``TREE_VERIFIERS``, applied at every node with the children's tokens
+        as its draft tuple (their count is its n).
     scheme : the draft scheme the children were drafted with (registry verifiers; default the
         verifier's own, ``verifiers[name].scheme``).
     work_budget : "optimal" / "sweep" with scheme "wor": the route's work per node.
@@ -289,11 +332,11 @@ def tree_speculative_sampling(
     TreeVerification(predicts, accept_index, accept_token_num), int32, SGLang's layout.
     """
     inputs = (candidates, retrive_next_token, retrive_next_sibling, target_probs, uniform_samples)
-    as_torch = any(_is_torch(x) for x in (*inputs, uniform_samples_for_final_sampling, draft_probs, retrive_index))
+    as_torch = _any_torch(*inputs, uniform_samples_for_final_sampling, draft_probs, retrive_index)
     if not isinstance(verifier, str) or verifier not in TREE_VERIFIERS:
         raise ValueError(f"verifier: expected one of {', '.join(map(repr, TREE_VERIFIERS))}, got {verifier!r}")
-    own = verifier == "sglang"
-    tp = _probs("target_probs", target_probs, (None, None, None), "(B, N, V)", zero_rows=False)
+    own = verifier in ("sglang", "sglang-pre-35798")
+    tp = _probs("target_probs", target_probs, (None, None, None), "(B, N, V)")
     B, N, V = tp.shape
     if N == 0:
         raise ValueError("target_probs: a tree needs at least its root (N >= 1)")
@@ -311,7 +354,8 @@ def tree_speculative_sampling(
     final = _uniforms("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, (B,), f"({B},)")
     dp = None
     if draft_probs is not None:
-        dp = _probs("draft_probs", draft_probs, (B, N, V), f"({B}, {N}, {V})", zero_rows=True)
+        dp = _probs("draft_probs", draft_probs, (B, N, V), f"({B}, {N}, {V})")
+    tp, dp = _same_dtype(tp, dp)
     spec = 0 if num_speculative_tokens is None else _count("num_speculative_tokens", num_speculative_tokens, 1)
     if spec > N:
         raise ValueError(f"num_speculative_tokens: at most N = {N} (a path holds at most N - 1 nodes), got {spec}")
@@ -320,12 +364,12 @@ def tree_speculative_sampling(
     sch = ""
     if not own:
         if (th_single, th_acc) != (1.0, 1.0):
-            raise ValueError("threshold_single, threshold_acc: only verifier='sglang' has thresholds")
+            raise ValueError("threshold_single, threshold_acc: only SGLang's rules have thresholds")
         if dp is None:
             raise ValueError(f"draft_probs: verifier {verifier!r} needs the draft distributions (B, N, V)")
         sch = verifiers[verifier].resolve_scheme(scheme)
     elif scheme is not None:
-        raise ValueError("scheme: verifier='sglang' takes no draft scheme")
+        raise ValueError(f"scheme: verifier={verifier!r} takes no draft scheme")
     budget = _work_budget(work_budget)
     predicts, accept_index, accept_num = _core.engines.tree_sample(
         cand,
@@ -342,6 +386,7 @@ def tree_speculative_sampling(
         th_single,
         th_acc,
         budget,
+        SUM_TOL,
         check_threads(threads),
     )
     return TreeVerification(_out(predicts, as_torch), _out(accept_index, as_torch), _out(accept_num, as_torch))

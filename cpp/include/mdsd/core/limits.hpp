@@ -29,6 +29,9 @@ constexpr int kWorRouteMaxN = 64;
 constexpr double kWorWorkBudget = 4e7;
 // The gap report's n values (its verifiers and schemes at every n of the table).
 constexpr int kReportMaxN = 8;
+// Bytes of the arrays one call allocates from a declared size (an argument, not the input itself):
+// refused, with the size it would need, above this.
+constexpr int64_t kMaxAllocBytes = int64_t{1} << 30;
 
 struct Entry {
     const char* name;
@@ -46,6 +49,8 @@ inline constexpr Entry kTable[] = {
     {"wor_route_max_n", kWorRouteMaxN, "largest n of the full-vocabulary wor route"},
     {"wor_work_budget", kWorWorkBudget, "default work per row of the wor route (grid operations)"},
     {"report_max_n", kReportMaxN, "largest n of the gap report"},
+    {"max_alloc_bytes", static_cast<double>(kMaxAllocBytes),
+     "bytes of one call's arrays that grow with an argument, not with the input"},
 };
 
 }  // namespace mdsd::limits

@@ -13,27 +13,37 @@ namespace mdsd::engines {
 // vLLM's and SGLang's "no token here" (-1).
 constexpr int64_t kPlaceholder = -1;
 
-// Index of the largest x[v], the lowest index on ties.
-inline int64_t first_argmax(const double* x, int64_t V) {
+// Index of the largest x[v], the lowest index on ties (T float or double, compared widened).
+template <class T>
+inline int64_t first_argmax(const T* x, int64_t V) {
     int64_t best = 0;
+    double top = V ? static_cast<double>(x[0]) : 0.0;
     for (int64_t v = 1; v < V; ++v)
-        if (x[v] > x[best]) best = v;
+        if (static_cast<double>(x[v]) > top) top = x[v], best = v;
     return best;
 }
 
 // The smallest v with w[v] > 0 and w[0] + ... + w[v] > coin * (w[0] + ... + w[V-1]), w >= 0 unnormalised.
-// When no v qualifies (zero mass, or coin * total rounded up to total) the answer is V - 1, the
-// initial sampled_id of flashinfer's kernel.
-inline int64_t inverse_cdf(const double* w, int64_t V, double coin) {
+// When no v qualifies because coin * total rounded up to total, the last v with w[v] > 0
+// (flashinfer's last_valid_id, DeviceSamplingFromProb since flashinfer PR #923); with zero mass,
+// -1: the caller picks its engine's fallback (V - 1, the initial sampled_id, or SGLang's last
+// rejected child).
+template <class T>
+inline int64_t inverse_cdf(const T* w, int64_t V, double coin) {
     double total = 0.0;
-    for (int64_t v = 0; v < V; ++v) total += w[v];
+    for (int64_t v = 0; v < V; ++v) total += static_cast<double>(w[v]);
     const double u = coin * total;
     double acc = 0.0;
+    int64_t last_valid = -1;
     for (int64_t v = 0; v < V; ++v) {
-        acc += w[v];
-        if (w[v] > 0.0 && acc > u) return v;
+        const double x = w[v];
+        acc += x;
+        if (x > 0.0) {
+            if (acc > u) return v;
+            last_valid = v;
+        }
     }
-    return V - 1;
+    return last_valid;
 }
 
 // The IEEE-754 binary64 bits of x: the seed of a registry verifier's node stream (tree.hpp).

@@ -1,0 +1,187 @@
+"""The engine kernels' boundary: integers range-checked before any cast, outputs refused in bytes
+before they are allocated, float32 rows and torch tensors read in place (no (T, V) copy), and the
+validation the kernels do in their own pass (same errors whatever the thread count)."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from engine_reference import chain_case, ref_chain, tree_case
+from mdsd_fast.engines import rejection_sample, tree_speculative_sampling
+from mdsd_fast.limits import LIMITS
+
+
+def test_unsigned_counts_are_checked_before_the_cast() -> None:
+    """A uint64 count of 2**64 - 1 used to become -1 after the cast: a read of row -1 and a write
+    before the output buffer (a crash); it is refused in its own dtype."""
+    with pytest.raises(ValueError, match="num_draft_tokens: a count of 18446744073709551615 is more than the T = 0"):
+        rejection_sample(
+            np.zeros(0, np.int64), np.array([2**64 - 1, 1], dtype=np.uint64), None, np.zeros((0, 4)), [3, 2]
+        )
+    tp = np.full((2, 4), 0.25)
+    with pytest.raises(ValueError, match="num_draft_tokens: a count of 18446744073709551615"):
+        rejection_sample(np.zeros(2, np.int64), np.array([2**64 - 1, 3], dtype=np.uint64), None, tp, [3, 2],
+                         uniform_probs=[0.5, 0.5], recovery_noise=np.ones((2, 4)))  # fmt: skip
+    with pytest.raises(ValueError, match="draft_token_ids: id 18446744073709551615 outside"):
+        rejection_sample(np.array([2**64 - 1], np.uint64), [1], None, tp[:1], [0], uniform_probs=[0.5],
+                         recovery_noise=np.ones((1, 4)))  # fmt: skip
+    with pytest.raises(ValueError, match="retrive_next_token: id 18446744073709551615 outside"):
+        tree_speculative_sampling([[0, 1]], np.array([[2**64 - 1, 0]], np.uint64), [[-1, -1]],
+                                  np.full((1, 2, 4), 0.25), uniform_samples=[[0.5, 0.5]],
+                                  uniform_samples_for_final_sampling=[0.5])  # fmt: skip
+
+
+def test_output_refused_in_bytes_before_it_is_allocated() -> None:
+    """max_spec_len = 2**31 - 2 on an input with no drafts used to allocate 16 GiB and copy 8 GiB."""
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"max_spec_len: an output of 1 x 2147483647 int32 tokens would need "
+                                             r"8,589,934,588 bytes, above the limit"):  # fmt: skip
+            rejection_sample(np.zeros(0, np.int64), [0], None, np.zeros((0, 4)), [3], max_spec_len=2**31 - 2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20
+    # the same refusal one token above the limit
+    width = LIMITS["max_alloc_bytes"] // 4
+    with pytest.raises(ValueError, match="max_spec_len: an output of 1 x"):
+        rejection_sample(np.zeros(0, np.int64), [0], None, np.zeros((0, 4)), [3], max_spec_len=width)
+    assert rejection_sample(np.zeros(0, np.int64), [0], None, np.zeros((0, 4)), [3], max_spec_len=7).shape == (1, 8)
+
+
+def _peak(fn) -> int:  # type: ignore[no-untyped-def]
+    tracemalloc.start()
+    try:
+        fn()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def _chain(T: int, V: int, dtype: type, rng: np.random.Generator) -> dict:
+    p = rng.dirichlet(np.ones(V), size=T).astype(dtype)
+    q = rng.dirichlet(np.ones(V), size=T).astype(dtype)
+    B = T // 4
+    return dict(
+        draft_token_ids=rng.integers(0, V, T), num_draft_tokens=[4] * B, draft_probs=q, target_probs=p,
+        bonus_token_ids=rng.integers(0, V, (B, 1)), uniform_probs=rng.random(T),
+        recovery_noise=rng.exponential(size=(B, V)).astype(dtype),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_rows_are_read_in_place(dtype: type) -> None:
+    """No copy of the (T, V) rows or the (B, V) noise, float32 included (it used to be widened to
+    float64 first): the peak of the call stays far below one row block."""
+    rng = np.random.default_rng(5)
+    c = _chain(64, 4096, dtype, rng)
+    block = c["target_probs"].nbytes
+    assert _peak(lambda: rejection_sample(**c, threads=1)) < block // 8
+    B = 4
+    tp = rng.dirichlet(np.ones(4096), size=B * 3).astype(dtype).reshape(B, 3, 4096)
+    kw = dict(uniform_samples=rng.random((B, 3)), uniform_samples_for_final_sampling=rng.random(B))
+    tree = ([[0, 1, 2]] * B, [[1, -1, -1]] * B, [[-1, 2, -1]] * B, tp)
+    assert _peak(lambda: tree_speculative_sampling(*tree, **kw, threads=1)) < tp.nbytes // 8
+
+
+def test_padded_vocabulary_and_torch_are_read_in_place() -> None:
+    """Rows evenly spaced (a slice of a padded vocabulary) are read where they are; a CPU torch
+    tensor through its NumPy view; both give the tokens of a contiguous float64 copy."""
+    rng = np.random.default_rng(6)
+    c = _chain(64, 4096, np.float32, rng)
+    want = rejection_sample(**{k: (v.astype(np.float64) if k.endswith("probs") and v.ndim == 2 else v)
+                               for k, v in c.items()})  # fmt: skip
+    padded = np.zeros((64, 4096 + 100), dtype=np.float32)
+    padded[:, :4096] = c["target_probs"]
+    sliced = {**c, "target_probs": padded[:, :4096]}
+    got: list = []
+    assert _peak(lambda: got.append(rejection_sample(**sliced))) < padded.nbytes // 8
+    np.testing.assert_array_equal(got[0], want)
+    torch = pytest.importorskip("torch")
+    tc = {k: torch.from_numpy(np.asarray(v)) for k, v in c.items() if not isinstance(v, list)}
+    tc["num_draft_tokens"] = c["num_draft_tokens"]
+    assert _peak(lambda: got.append(rejection_sample(**tc))) < c["target_probs"].nbytes // 8
+    np.testing.assert_array_equal(got[1].numpy(), want)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_float32_gives_the_bits_of_its_float64_conversion(seed: int) -> None:
+    rng = np.random.default_rng(80 + seed)
+    for _ in range(100):
+        c = chain_case(rng, np.float32)
+        wide = {k: (np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype == np.float32 else v)
+                for k, v in c.items()}  # fmt: skip
+        got = rejection_sample(**c, threads=1)
+        np.testing.assert_array_equal(got, rejection_sample(**wide, threads=1))
+        np.testing.assert_array_equal(got, ref_chain(c))
+        t = tree_case(rng, np.float32)
+        t64 = {k: (np.asarray(v, dtype=np.float64) if isinstance(v, np.ndarray) and v.dtype == np.float32 else v)
+               for k, v in t.items()}  # fmt: skip
+        for a, b in zip(tree_speculative_sampling(**t), tree_speculative_sampling(**t64), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_validation_in_the_kernel_pass_names_the_first_row(threads: int) -> None:
+    rng = np.random.default_rng(9)
+    c = _chain(64, 16, np.float32, rng)
+    tp = c["target_probs"].copy()
+    tp[37, 3], tp[50, 1], tp[12, 0] = np.nan, -1.0, tp[12, 0] + 0.5
+    with pytest.raises(ValueError, match="target_probs: row 12 sums to"):
+        rejection_sample(**{**c, "target_probs": tp}, threads=threads)
+    tp[12, 0] -= 0.5
+    with pytest.raises(ValueError, match="target_probs: row 37 contains NaN or inf"):
+        rejection_sample(**{**c, "target_probs": tp}, threads=threads)
+    dp = c["draft_probs"].copy()
+    dp[40] = 0.0  # a zero draft row is allowed; a negative entry is not
+    dp[41, 2] = -0.5
+    with pytest.raises(ValueError, match="draft_probs: row 41 has negative entries"):
+        rejection_sample(**{**c, "draft_probs": dp}, threads=threads)
+    noise = c["recovery_noise"].copy()
+    noise[7, 5] = np.inf
+    with pytest.raises(ValueError, match="recovery_noise: Exp"):
+        rejection_sample(**{**c, "recovery_noise": noise}, threads=threads)
+    tree = tree_case(rng, np.float64)
+    bad = tree["target_probs"].copy()
+    bad[-1, -1, 0] = np.nan
+    B, N, _ = bad.shape
+    with pytest.raises(ValueError, match=f"target_probs: row {B * N - 1} contains NaN or inf"):
+        tree_speculative_sampling(**{**tree, "target_probs": bad}, threads=threads)
+
+
+def test_direct_kernel_calls_check_what_they_index_with() -> None:
+    """The compiled entry points refuse ids, prefix sums and tree links that would index out of
+    bounds, even when called without the Python layer's checks."""
+    from mdsd_fast import _core
+
+    p = np.full((2, 4), 0.25, np.float32)
+    u, noise = np.full(2, 0.5), np.ones((1, 4), np.float32)
+    ids, cu, bonus = np.array([0, 1]), np.array([2]), np.array([0])
+    assert _core.engines.rejection_sample(ids, cu, None, p, bonus, None, u, noise, 2, 1e-4, 1).shape == (1, 3)
+    for bad in (
+        dict(ids=np.array([0, 4])),
+        dict(ids=np.array([-2, 0])),
+        dict(cu=np.array([3])),
+        dict(cu=np.array([-1])),
+        dict(bonus=np.array([4])),
+        dict(width=-1),
+        dict(width=2**62),
+        dict(u=None),
+    ):
+        a = {"ids": ids, "cu": cu, "bonus": bonus, "width": 2, "u": u, **bad}
+        with pytest.raises(ValueError):
+            _core.engines.rejection_sample(a["ids"], a["cu"], None, p, a["bonus"], None, a["u"], noise, a["width"],
+                                           1e-4, 1)  # fmt: skip
+    tp = np.full((1, 3, 4), 0.25)
+    ok = dict(cand=np.array([[0, 1, 2]]), idx=np.array([[0, 1, 2]]), nxt=np.array([[1, -1, -1]]),
+              sib=np.array([[-1, 2, -1]]))  # fmt: skip
+    coins, final = np.full((1, 3), 0.5), np.full(1, 0.5)
+    for bad in (dict(cand=np.array([[0, 1, 4]])), dict(idx=np.array([[0, 1, 3]])), dict(nxt=np.array([[3, -1, -1]])),
+                dict(sib=np.array([[-1, -2, -1]]))):  # fmt: skip
+        a = {**ok, **bad}
+        with pytest.raises(ValueError):
+            _core.engines.tree_sample(a["cand"], a["idx"], a["nxt"], a["sib"], coins, final, tp, None, 0, "sglang", "",
+                                      1.0, 1.0, 1e7, 1e-4, 1)  # fmt: skip
