@@ -147,7 +147,11 @@ class SpecTrGBV:
 
 def first_token_law(p: Any, q: Any, K: int, gamma: int = 2) -> NDArray[np.float64]:
     """The exact law of the first token :class:`SpecTrGBV` emits: K i.i.d. candidate sequences of
-    ``gamma`` tokens from q, every accept / reject path enumerated (small V, K and gamma only)."""
+    ``gamma`` tokens from q, every accept / reject path enumerated (small V, K and gamma only).
+
+    Raises ValueError where the engine would sample from an all-zero residual (it crashes there)
+    on a path of probability above 1e-12; paths below that (an acceptance of 1 - 1e-16 by
+    rounding) are dropped."""
     p = as_distribution("p", p, ndim=(1,))
     q = as_distribution("q", q, ndim=(1,))
     if p.size != q.size:
@@ -169,6 +173,10 @@ def first_token_law(p: Any, q: Any, K: int, gamma: int = 2) -> NDArray[np.float6
                 out = _block(p, q, x, replay)
             except _Branch:
                 stack.extend(replay.branches)
+                continue
+            except ValueError:  # the engine's crash: only rounding-level paths may reach it here
+                if replay.weight > 1e-12:
+                    raise
                 continue
             if isinstance(out, int):
                 law[out] += replay.weight
