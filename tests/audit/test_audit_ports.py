@@ -1,5 +1,5 @@
 """Ports of two public multi-draft verifiers under the audit contract
-(mdsd_fast.audit.thirdparty.spectr_gbv and .subspec_traversal; docs/findings/third_party.md).
+(mdsd_fast.audit.thirdparty.spectr_gbv and .subspec_traversal; docs/findings/public_verifiers.md).
 
 Each port's exact output law is computed by enumeration and checked two ways: against the port
 sampled (4.5 standard errors per token), and against an independent formula where one exists
