@@ -41,6 +41,13 @@ def add_trees_parser(sub: Any, parents: list[Parser]) -> None:
     tp.add_argument("--threads", type=positive_int, default=None, help="C++ threads (default: all cores)")
     tp.add_argument("--out", default=None, help="output directory for the files (default: print only)")
     tp.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    tp.add_argument(
+        "--profile",
+        default=None,
+        metavar="FILE.json",
+        help="write every row's per-depth acceptance as engine profiles: Model-Optimizer speculation_profile.json "
+        "(schema 1.0) and vLLM synthetic_acceptance_rates (docs/guide/trees.md)",
+    )
     tp.set_defaults(func=_trees)
 
 
@@ -53,6 +60,10 @@ def _trees(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out else None
     if out is not None and out.exists() and not out.is_dir():
         raise ValueError(f"--out {args.out}: exists and is not a directory")
+    if args.profile is not None and (
+        os.path.isdir(args.profile) or not os.path.isdir(os.path.dirname(args.profile) or ".")
+    ):
+        raise ValueError(f"--profile {args.profile}: not a file in an existing directory")
     if args.data is not None and not os.path.isfile(args.data):
         raise ValueError(f"--data {args.data}: no such file")
     if args.data is not None and args.model is not None:
@@ -92,6 +103,20 @@ def _trees(args: argparse.Namespace) -> int:
     print(rep.markdown())
     print("\nFindings on this data:\n")
     print(rep.findings_markdown())
+    if args.profile is not None:
+        from ..trees.profile import tree_report_profiles, write_profiles
+
+        try:
+            target = {"name": data.info["target"]} if data.info.get("target") else None
+            profs = tree_report_profiles(rep)
+            n = len(
+                write_profiles(args.profile, profs, producer=f"mdsd_fast {__version__}", target_model=target)[
+                    "profiles"
+                ]
+            )
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"--profile {args.profile}: cannot write it ({describe(exc)})") from None
+        print(f"\nprofiles: {n} written to {args.profile}")
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         rep.to_csv(out / "trees.csv")
