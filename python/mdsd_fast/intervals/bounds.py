@@ -127,8 +127,12 @@ def _parts(p: ArrayLike, q: ArrayLike) -> tuple[Parts, Parts, int, bool]:
     """Both sides' logged entries as CSR parts, with each input type's checks and messages."""
     if is_sparse(p) and is_sparse(q):  # never a (rows, V) array
         return sparse_parts(p, q, COMPLETE_TOL)
-    pl, pb = _log("p", p)
-    ql, qb = _log("q", q)
+    if is_sparse(p):  # the dense side first: a sparse side must declare its V before it is densified
+        ql, qb = _log("q", q)
+        pl, pb = _log("p", p, ql.x.shape)
+    else:
+        pl, pb = _log("p", p)
+        ql, qb = _log("q", q, pl.x.shape)
     if pl.x.shape != ql.x.shape:
         raise ValueError(f"p, q: shapes differ ({pl.x.shape} and {ql.x.shape}); pass one logged row of each")
     return dense_parts("p", pl.x, COMPLETE_TOL), dense_parts("q", ql.x, COMPLETE_TOL), pl.x.shape[1], pb or qb
