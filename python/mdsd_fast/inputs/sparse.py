@@ -10,9 +10,12 @@ Logs rarely hold dense rows. Wherever ``optimal_acceptance``, ``solve_lp``, ``ac
 The kernels then run on each row's union support (the tokens where p or q is positive), relabelled
 0..L-1 in ascending id order and zero-padded to the longest row, never on V; certificates, output
 tokens and drafts are mapped back to vocabulary ids. The relabelling keeps every scheme's tie rule
-(ties go to the lower id) and tokens with p = q = 0 take part in nothing, so results equal the dense
-ones, bit for bit: rows are normalised by the same sum either way (the exact sum of the entries, rounded once, which
-no order or grouping of the terms changes: ``_core.inputs.normalize_rows`` and ``_core.inputs.csr_row_sums``).
+(ties go to the lower id) and tokens with p = q = 0 take part in nothing, so exact results (alpha*,
+its certificate, exact acceptance) equal the dense ones, bit for bit: rows are normalised by the same
+sum either way (the exact sum of the entries, rounded once, which no order or grouping of the terms
+changes: ``_core.inputs.normalize_rows`` and ``_core.inputs.csr_row_sums``). Sampled results
+(``simulate``, ``verify``) follow the same laws, but their random numbers go to the union-support
+columns, so one seed gives other samples than on dense rows.
 
 A row must hold the whole distribution (its sum within 1e-4 of 1). For truncated top-k logs, whose
 rows sum to the logged mass, alpha* is an interval: see ``acceptance_bounds``.
