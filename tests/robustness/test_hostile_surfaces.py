@@ -9,6 +9,7 @@ under tracemalloc, which sees numpy's buffers, and must stay below ``PEAK``).
 
 from __future__ import annotations
 
+import functools
 import tracemalloc
 from collections.abc import Callable
 from typing import Any
@@ -582,3 +583,61 @@ def test_draft_specs(spec: str, want: Any) -> None:
             _split_draft(spec)
     else:
         assert _split_draft(spec) == want
+
+
+# --- tree files ------------------------------------------------------------------------------
+
+
+@functools.cache
+def _shipped_tree_arrays() -> dict[str, np.ndarray]:
+    from mdsd_fast.trees.data import default_trees_path
+
+    with np.load(default_trees_path(), allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _tree_file(tmp_path: Any, **over: Any) -> Any:
+    arrays = dict(_shipped_tree_arrays())
+    for k, v in over.items():
+        if v is None:
+            del arrays[k]
+        else:
+            arrays[k] = v(arrays[k]) if callable(v) else v
+    path = tmp_path / "trees.npz"
+    np.savez(path, **arrays)
+    return path
+
+
+TREE_FILES: list[tuple[str, dict[str, Any], str]] = [
+    ("vocab uint64 max", dict(vocab_size=np.array(U64_MAX, np.uint64)), "vocab_size: expected an integer in"),
+    ("vocab huge", dict(vocab_size=np.array(2**40)), "vocab_size"),
+    ("vocab zero", dict(vocab_size=np.array(0)), "vocab_size"),
+    ("tree sizes understated", dict(tree_size=lambda a: a - 1), "expected .* entries"),
+    ("tree size negative", dict(tree_size=lambda a: np.where(np.arange(a.size) == 0, -a[0], a)), "tree_size"),
+    ("tree size uint64 max", dict(tree_size=lambda a: np.full(a.shape, U64_MAX, np.uint64)), "tree_size"),
+    ("draw counts overstated", dict(draw_count=lambda a: a + 1), "draw_child: expected"),
+    ("node lengths lie", dict(node_lengths=lambda a: a * 2), "token_gaps: expected"),
+    ("prompt index out of range", dict(tree_prompt=lambda a: a + 10**6), "tree_prompt"),
+    ("scheme index out of range", dict(scheme=lambda a: a + 99), "scheme"),
+    ("a per-tree field short", dict(tree_position=lambda a: a[:-1]), "tree_position"),
+    ("missing array", dict(parent=None), "no 'parent' array"),
+]
+
+
+@pytest.mark.parametrize("label,over,match", TREE_FILES, ids=[c[0] for c in TREE_FILES])
+def test_tree_files_that_lie(tmp_path: Any, label: str, over: dict[str, Any], match: str) -> None:
+    from mdsd_fast.trees.data import load_trees
+
+    path = _tree_file(tmp_path, **over)
+    with pytest.raises(ValueError, match=match) as exc:
+        load_trees(path)
+    assert str(path) in str(exc.value)
+
+
+def test_tree_file_with_a_large_vocabulary_is_bounded_when_densified(tmp_path: Any) -> None:
+    from mdsd_fast.trees.data import load_trees
+
+    ts = load_trees(_tree_file(tmp_path, vocab_size=np.array(2**31 - 1)))
+    _refused(lambda: ts.tree(0), mf.TooLargeError, "vocab_size: tree 0's dense")
+    tree, vocab = ts.compact_tree(0)  # the compact form never allocates V
+    assert tree.V == vocab.size
