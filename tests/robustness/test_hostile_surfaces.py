@@ -241,6 +241,18 @@ def test_ragged_rows_padded_to_the_longest_are_refused(monkeypatch: pytest.Monke
     _refused(lambda: mf.acceptance_bounds(x, x, 2), mf.TooLargeError, "padded to their longest")
 
 
+@pytest.mark.parametrize("scheme", ["iid", "wor"])
+def test_bounds_search_columns_of_a_tiny_cap_are_refused(scheme: str) -> None:
+    """300 logged entries, the smallest 1e-9 and V = 2**31 - 1: the unseen mass needs ~8e8
+    columns at that cap, far beyond memory; refused before any column is built."""
+    g = np.random.default_rng(0)
+    v = np.sort(g.dirichlet(np.ones(300)))[::-1] * 0.5
+    w = np.sort(g.dirichlet(np.ones(300)))[::-1] * 0.7
+    v[-1] = w[-1] = 1e-9
+    p, q = mf.TopK(np.arange(300), v, BIG_V), mf.TopK(np.arange(150, 450), w, BIG_V)
+    _refused(lambda: mf.acceptance_bounds(p, q, 3, scheme), mf.TooLargeError, "p, q: the search on the 800,0")
+
+
 # --- Logits --------------------------------------------------------------------------------
 
 LOGITS_BAD: list[tuple[str, dict[str, Any], type[Exception], str]] = [
