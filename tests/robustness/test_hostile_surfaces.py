@@ -566,6 +566,16 @@ def test_audit_real_is_not_clamped_nor_ignored(monkeypatch: pytest.MonkeyPatch) 
         mf.audit(rrs, real=np.int8(-1), samples=100)
 
 
+def test_audit_samples_are_bounded_in_bytes() -> None:
+    rrs = mf.audit.registry_verifier("rrs")
+    _refused(
+        lambda: mf.audit(rrs, "iid", 8, cases=_case() * 0 + [(np.full(9, 1 / 9), np.full(9, 1 / 9))], samples=10**8),
+        mf.TooLargeError,
+        "samples: ",
+    )
+    _refused(lambda: mf.audit(rrs, samples=np.uint64(2**64 - 1)), ValueError, "samples")
+
+
 def test_audit_cases_are_not_frozen() -> None:
     p, q = np.array([0.5, 0.5]), np.array([0.5, 0.5])
     mf.audit(mf.audit.registry_verifier("rrs"), "iid", 2, cases=[(p, q)], samples=200, rng=0)

@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..bound.lp import solve_lp
+from ..inputs.args import check_alloc, nbytes
 from ..inputs.pairs import as_distribution
 from ..inputs.rules import check_bool, check_n
 from ._result import AuditResult, CaseResult
@@ -209,6 +210,8 @@ def _check_options(scheme: Any, n: Any, samples: Any, alpha: Any, draft: Any, ve
     count = int(samples)
     if not 100 <= count <= 10**8:
         raise ValueError(f"samples: expected 100 <= samples <= 1e8 per case, got {samples}")
+    # the drafts (samples, n), the tokens and the verifier's returns, with their copies
+    check_alloc("samples", nbytes(count, n + 2, copies=3), f"{count:,} audited samples of {n} drafts per case")
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha: expected a false-alarm rate in (0, 1), got {alpha!r}")
     return n, count, float(alpha)
