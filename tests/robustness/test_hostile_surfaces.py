@@ -569,7 +569,7 @@ def test_audit_real_is_not_clamped_nor_ignored(monkeypatch: pytest.MonkeyPatch) 
 def test_audit_samples_are_bounded_in_bytes() -> None:
     rrs = mf.audit.registry_verifier("rrs")
     _refused(
-        lambda: mf.audit(rrs, "iid", 8, cases=_case() * 0 + [(np.full(9, 1 / 9), np.full(9, 1 / 9))], samples=10**8),
+        lambda: mf.audit(rrs, "iid", 8, cases=[(np.full(9, 1 / 9), np.full(9, 1 / 9))], samples=10**8),
         mf.TooLargeError,
         "samples: ",
     )
