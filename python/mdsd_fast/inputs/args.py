@@ -106,9 +106,7 @@ def _threads(threads: Any) -> int:
 
 
 def _samples(samples: Any, *, minimum: int) -> int:
-    if isinstance(samples, (bool, np.bool_)) or not isinstance(samples, numbers.Integral):
-        raise TypeError(f"samples: expected an integer, got {type(samples).__name__}")
-    count = int(samples)
+    count = integer("samples", samples)
     if count < minimum:
         raise ValueError(f"samples: expected an integer >= {minimum}, got {samples}")
     if count > MAX_SAMPLES:

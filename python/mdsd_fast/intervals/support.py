@@ -126,17 +126,17 @@ def column_groups(
     n_both = np.zeros(pu.shape[0], dtype=np.int64)
     keep_d = np.zeros(pu.shape[0], dtype=np.int64)
     logged_of = {r: np.union1d(pi[pp[r] : pp[r + 1]], qi[qp[r] : qp[r + 1]]) for r in rows.tolist()}
-    width = 0
+    columns = 0
     for r, logged in logged_of.items():
         n_both[r] = V - logged.size
         keep_d[r] = min(n_both[r], keep + int(need[r]) + 2)
-        width += int(keep_d[r]) + logged.size
+        columns += int(keep_d[r]) + logged.size
     # a log whose unseen mass needs many tokens at its cap (a tiny smallest value, a huge V) needs
     # that many columns: p's and q's values and masks and the search's working copies of them
     check_alloc(
         "p, q",
-        nbytes(width, itemsize=bytes_per_column),
-        f"the search on the {width:,} columns that hold the unseen mass",
+        nbytes(columns, itemsize=bytes_per_column),
+        f"the search on the {columns:,} columns that hold the unseen mass",
     )
     for r, logged in logged_of.items():
         cand = np.arange(min(V, keep_d[r] + logged.size))

@@ -284,7 +284,7 @@ def choices_to_parent(choices: Any) -> tuple[NDArray[np.int64], NDArray[np.int64
         if not isinstance(c, Sequence) or isinstance(c, str) or len(c) == 0:
             raise ValueError(f"choices: entry {k} must be a non-empty list of child ranks, got {c!r}")
         for r in c:
-            if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral) or not 0 <= r < MAX_V:
+            if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral) or not 0 <= int(r) < MAX_V:
                 raise ValueError(f"choices: entry {k} ({list(c)!r}) holds {r!r}; ranks are integers in [0, {MAX_V})")
         paths.append(tuple(int(r) for r in c))
     if len(set(paths)) != len(paths):
