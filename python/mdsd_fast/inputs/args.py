@@ -125,7 +125,7 @@ def _row_ids(row_ids: Any, count: int) -> NDArray[np.int64] | None:
         raise ValueError(f"row_ids: expected shape ({count},) (one id per row), got {ids.shape}")
     if count and (ids.min() < 0 or ids.max() >= 2**31):
         raise ValueError("row_ids: ids must be in [0, 2^31)")
-    return np.ascontiguousarray(ids, dtype=np.int64)
+    return int_array("row_ids", ids)
 
 
 def _work_budget(work_budget: Any) -> float:
