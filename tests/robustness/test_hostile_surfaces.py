@@ -663,3 +663,41 @@ def test_tree_file_with_a_large_vocabulary_is_bounded_when_densified(tmp_path: A
     _refused(lambda: ts.tree(0), mf.TooLargeError, "vocab_size: tree 0's dense")
     tree, vocab = ts.compact_tree(0)  # the compact form never allocates V
     assert tree.V == vocab.size
+
+
+# --- more tree entry points and batched maps ---------------------------------------------------
+
+
+def test_sibling_arrays_of_unsigned_dtype() -> None:
+    first = np.array([1, -1, -1])
+    sib = np.array([-1, 2, -1])
+    p = np.array([[0.6, 0.4], [0.5, 0.5], [0.3, 0.7]])
+    tok = np.array([-1, 0, 1])
+    t = DraftTree.from_sibling_arrays(tok, first, sib, p, p)
+    assert t.N == 3 and tok.flags.writeable
+    with pytest.raises(ValueError, match="retrive_next_token"):
+        DraftTree.from_sibling_arrays(tok, np.array([1, U64_MAX, U64_MAX], np.uint64), sib, p, p)
+    with pytest.raises(ValueError, match="token"):
+        DraftTree.from_sibling_arrays(np.array([0, U64_MAX, 1], np.uint64), first, sib, p, p)
+
+
+def test_block_draft_of_unsigned_dtype() -> None:
+    from mdsd_fast.trees.block import block_expected_accepted
+
+    p = np.array([[0.6, 0.4], [0.5, 0.5]])
+    q = np.array([[0.5, 0.5]])
+    want = block_expected_accepted(np.array([0]), p, q)
+    assert block_expected_accepted(np.array([0], np.uint64), p, q) == want
+    with pytest.raises(ValueError, match="draft"):
+        block_expected_accepted(np.array([U64_MAX], np.uint64), p, q)
+
+
+def test_batched_logits_map_counts_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    z = np.zeros((64, 3))
+    lg = mf.Logits(z, token_map=[0, 1, 2], vocab_size=4096)
+    monkeypatch.setattr(limits, "MAX_ALLOC_BYTES", 64 * 4096 * 8 * 4 - 1)
+    _refused(lg.probabilities, mf.TooLargeError, r"vocab_size: the distribution on the \(64, 4096\)")
+    monkeypatch.setattr(limits, "MAX_ALLOC_BYTES", 64 * 4096 * 8 * 4)
+    out = lg.probabilities()
+    np.testing.assert_array_equal(out[:, :3], np.full((64, 3), 1 / 3))
+    assert (out[:, 3:] == 0).all()
