@@ -56,7 +56,11 @@ def int_array(name: str, x: Any, lo: int = INT64_MIN, hi: int = INT64_MAX) -> ND
         if bad.any():
             at = np.unravel_index(int(np.argmax(bad)), arr.shape)
             where = f"entry {at[0]}" if arr.ndim == 1 else f"entry {tuple(int(i) for i in at)}"
-            raise ValueError(f"{name}: {where} is {int(arr[at])}; expected {_range(lo, hi)}")
+            v = int(arr[at])
+            named = (v < lo and lo > INT64_MIN) or (v > hi and hi < INT64_MAX)  # a bound the caller set
+            raise ValueError(
+                f"{name}: {where} is {v}; expected {_range(lo, hi) if named else f'in [{lo}, {hi}] (int64)'}"
+            )
     return np.array(arr, dtype=np.int64, order="C", copy=True)
 
 

@@ -79,6 +79,13 @@ def _topk_ids(name: str, ids: Any) -> NDArray[np.int64]:
     return out
 
 
+def _topk_row(name: str, r: int, ids: NDArray[Any]) -> NDArray[np.int64]:
+    try:
+        return _topk_ids(name, ids)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("TopK.ids:", f"TopK.ids row {r}:", 1)) from None
+
+
 def _topk_parts(name: str, x: TopK) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[Any], bool]:
     """(counts per row, ids, values) of the logged (non-padding) entries of a TopK, and whether it is one 1-D row."""
     ragged = isinstance(x.ids, (list, tuple)) and any(np.ndim(a) >= 1 for a in x.ids)
@@ -90,17 +97,24 @@ def _topk_parts(name: str, x: TopK) -> tuple[NDArray[np.int64], NDArray[np.int64
             raise ValueError(f"ids and values have shapes {ids2.shape} and {vals2.shape}")
         keep = ids2 >= 0
         return keep.sum(axis=1).astype(np.int64), ids2[keep], vals2[keep], one_d
-    rows_i = [_topk_ids(name, np.asarray(a).reshape(-1)) for a in x.ids]
+    raw = [np.asarray(a).reshape(-1) for a in x.ids]
+    raw = [a if a.size else a.astype(np.int64) for a in raw]  # an empty row ([] is float64) logs nothing
     if not isinstance(x.values, (list, tuple)) and np.ndim(x.values) < 2:
         raise ValueError("ids are ragged rows, so values must be too (one 1-D array per row)")
     rows_v = [np.asarray(a).reshape(-1) for a in x.values]
-    if len(rows_i) != len(rows_v) or any(a.shape != b.shape for a, b in zip(rows_i, rows_v, strict=True)):
+    if len(raw) != len(rows_v) or any(a.shape != b.shape for a, b in zip(raw, rows_v, strict=True)):
         raise ValueError("ids and values must hold the same number of entries per row")
-    kept = [a >= 0 for a in rows_i]  # -1 pads here too
-    counts = np.array([int(k.sum()) for k in kept], dtype=np.int64)
-    ids_flat = np.concatenate([a[k] for a, k in zip(rows_i, kept, strict=True)])
-    vals_flat = np.concatenate([a[k] for a, k in zip(rows_v, kept, strict=True)])
-    return counts, ids_flat, vals_flat, False
+    lengths = np.array([a.size for a in raw], dtype=np.int64)
+    try:  # one check of every id when the rows share a dtype (concatenating mixed ones may promote them)
+        if len({a.dtype for a in raw}) != 1:
+            raise ValueError("mixed dtypes")
+        ids_all = _topk_ids(name, np.concatenate(raw))
+    except (TypeError, ValueError):  # row by row: the error names the row
+        ids_all = np.concatenate([_topk_row(name, r, a) for r, a in enumerate(raw)])
+    keep = ids_all >= 0  # -1 pads here too
+    row = np.repeat(np.arange(len(raw)), lengths)
+    counts = np.bincount(row[keep], minlength=len(raw)).astype(np.int64)
+    return counts, ids_all[keep], np.concatenate(rows_v)[keep], False
 
 
 def _csr_parts(name: str, x: Any) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], int, bool]:
