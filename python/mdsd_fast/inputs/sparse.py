@@ -123,12 +123,8 @@ def _csr_parts(name: str, x: Any) -> tuple[NDArray[np.int64], NDArray[np.int64],
             raise TypeError(f"{name}: TopK.logprobs must be a bool, got {type(x.logprobs).__name__}")
         try:
             V = integer(f"{name}: TopK.vocab_size", x.vocab_size, 1, MAX_V)
-        except TypeError:
-            raise TypeError(
-                f"{name}: TopK.vocab_size must be an integer in [1, {MAX_V}], got {x.vocab_size!r}"
-            ) from None
-        except ValueError:
-            raise ValueError(
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(
                 f"{name}: TopK.vocab_size must be an integer in [1, {MAX_V}], got {x.vocab_size!r}"
             ) from None
         try:
