@@ -2,6 +2,11 @@
 
 ``LIMITS`` maps each name to its value; ``describe()`` returns what each one limits. The Python
 boundary checks its inputs against these same numbers, so an error names the limit it hit.
+
+``MAX_ALLOC_BYTES`` bounds the memory of one call's arrays that grow with an argument rather than
+with the input itself (a ``TopK``'s or a map's declared vocabulary, a tree's drafting width): such
+a call is refused, naming the argument and the size it would need, before it allocates. It is read
+at call time, so a caller with the memory may raise it (``mdsd_fast.limits.MAX_ALLOC_BYTES = ...``).
 """
 
 from __future__ import annotations
@@ -20,9 +25,14 @@ __all__ = [
     "REPORT_MAX_N",
     "WOR_ROUTE_MAX_N",
     "WOR_WORK_BUDGET",
+    "MAX_ALLOC_BYTES",
 ]
 
 _TABLE: dict[str, tuple[float, str]] = {str(k): (float(v[0]), str(v[1])) for k, v in _core.limits().items()}
+# The Python boundary's own entry (the compiled core allocates only what the boundary let through).
+_TABLE.setdefault(
+    "max_alloc_bytes", (float(2**30), "bytes of one call's arrays that grow with an argument, not with the input")
+)
 
 #: name -> value (ints where the limit is a count).
 LIMITS: Mapping[str, int] = MappingProxyType({k: int(v) for k, (v, _) in _TABLE.items()})
@@ -36,6 +46,8 @@ WOR_ROUTE_MAX_N: int = LIMITS["wor_route_max_n"]
 #: operations (one token factor on the race grid costs n x G of them; bench/README.md says what
 #: it is in seconds).
 WOR_WORK_BUDGET: float = _TABLE["wor_work_budget"][0]
+#: Most bytes of the arrays one call allocates from a declared size (the module docstring).
+MAX_ALLOC_BYTES: int = LIMITS["max_alloc_bytes"]
 
 
 def describe() -> dict[str, str]:

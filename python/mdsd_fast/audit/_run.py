@@ -13,6 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..bound.lp import solve_lp
+from ..inputs.args import check_alloc, nbytes
 from ..inputs.pairs import as_distribution
 from ..inputs.rules import check_bool, check_n
 from ._result import AuditResult, CaseResult
@@ -73,10 +74,14 @@ def _token_ids(
     values: Sequence[Any] | NDArray[Any], V: int, what: str, case: str, shape: tuple[int, ...]
 ) -> NDArray[np.int64]:
     """The callable's return values as int64 ids in [0, V), or an AuditError naming the first bad one."""
-    arr = np.asarray(values) if len(values) else np.zeros(shape, dtype=np.int64)
+    try:
+        arr = np.asarray(values) if len(values) else np.zeros(shape, dtype=np.int64)
+    except ValueError:  # values of different shapes: the loop below names the first odd one
+        arr = np.zeros(0)
     # numpy turns a list mixing ints and bools into ints: a bool is refused explicitly
     has_bool = isinstance(values, list) and any(isinstance(v, (bool, np.bool_)) for v in values)
     if arr.dtype.kind not in "iu" or arr.shape != shape or has_bool:
+        parts = []
         for k, v in enumerate(values):
             a = np.asarray(v)
             if a.dtype.kind not in "iu" or a.shape != shape[1:]:
@@ -84,12 +89,23 @@ def _token_ids(
                 raise AuditError(
                     f"{what} returned {v!r} ({type(v).__name__}) on case {case!r} (call {k + 1}); expected {want}"
                 )
-        raise AuditError(f"{what} returned values of shape {arr.shape} on case {case!r}; expected {shape}")
+            parts.append(_in_range(a, v, V, what, case, k))
+        if len(parts) != shape[0]:
+            raise AuditError(f"{what} returned {len(parts)} values on case {case!r}; expected {shape[0]}")
+        # every value is integers of the right shape: numpy had promoted a mix of integer types
+        return np.array(parts, dtype=np.int64).reshape(shape)
     bad = np.flatnonzero(((arr < 0) | (arr >= V)).reshape(len(values), -1).any(axis=1))
     if bad.size:
         k = int(bad[0])
         raise AuditError(f"{what} returned {values[k]!r} on case {case!r} (call {k + 1}): token ids are in [0, {V})")
     return arr.astype(np.int64)
+
+
+def _in_range(a: NDArray[Any], v: Any, V: int, what: str, case: str, k: int) -> NDArray[np.int64]:
+    """One returned value's ids, checked in their own integer type before the cast."""
+    if ((a < 0) | (a >= V)).any():
+        raise AuditError(f"{what} returned {v!r} on case {case!r} (call {k + 1}): token ids are in [0, {V})")
+    return a.astype(np.int64)
 
 
 def _call_each(fn: Callable[..., Any], args: Sequence[Any], rows: Iterable[Any], what: str, case: str) -> list[Any]:
@@ -194,14 +210,18 @@ def _check_options(scheme: Any, n: Any, samples: Any, alpha: Any, draft: Any, ve
     count = int(samples)
     if not 100 <= count <= 10**8:
         raise ValueError(f"samples: expected 100 <= samples <= 1e8 per case, got {samples}")
+    # the drafts (samples, n), the tokens and the verifier's returns, with their copies
+    check_alloc("samples", nbytes(count, n + 2, copies=3), f"{count:,} audited samples of {n} drafts per case")
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not 0.0 < float(alpha) < 1.0:
         raise ValueError(f"alpha: expected a false-alarm rate in (0, 1), got {alpha!r}")
     return n, count, float(alpha)
 
 
-def _check_real(real: Any) -> int:
+def _check_real(real: Any, cases: Any) -> int:
     if isinstance(real, (bool, np.bool_)) or not isinstance(real, numbers.Integral) or int(real) < 0:
         raise ValueError(f"real: expected a number of shipped dataset rows >= 0, got {real!r}")
+    if real and cases is not None:
+        raise ValueError("real: adds shipped rows to the built-in suite; with cases=, pass those rows as cases")
     return int(real)
 
 
@@ -222,7 +242,7 @@ def run_audit(
     t0 = time.perf_counter()
     n, samples, alpha = _check_options(scheme, n, samples, alpha, draft, verify)
     batched = check_bool("batched", batched)
-    real = _check_real(real)
+    real = _check_real(real, cases)
     batch: Callable[..., Any] | None = verify if batched else getattr(verify, "verify_batch", None)
     try:
         root = int(np.random.default_rng(rng).integers(0, 2**63))

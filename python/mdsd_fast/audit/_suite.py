@@ -10,6 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..bound.alpha import optimal_acceptance
+from ..inputs.args import integer
 from ..inputs.rules import check_support, mixed_parts
 from ..verifiers.run import simulate
 
@@ -209,7 +210,10 @@ def real_cases(count: int = 2) -> list[AuditCase]:
     outside the draft's top 50 tokens, where truncation bugs show (loading takes a few seconds)."""
     from ..data import load_dataset
 
+    count = integer("real", count, 0)
     ds = load_dataset()
+    if count > len(ds):
+        raise ValueError(f"real: {count} rows asked for, but the shipped dataset has {len(ds)}")
     tail = np.empty(len(ds))
     for i in range(len(ds)):
         q = np.sort(np.asarray(ds.sparse_row(i)[2], dtype=np.float64))[::-1]

@@ -33,7 +33,10 @@ def _split_draft(spec: str) -> tuple[str, str, Any]:
     kind, _, arg = rest.partition(":")
     try:
         if kind == "layerskip":
-            return name, kind, [int(x) for x in arg.split(",") if x]
+            layers = [int(x) if x.strip().isdigit() else -1 for x in arg.split(",")]  # "", "-3", "1,,2" refused
+            if any(i < 0 for i in layers):
+                raise ValueError(f"--draft {spec}: layerskip takes 0-based layer indices I,J,... (integers >= 0)")
+            return name, kind, layers
         if kind == "model" and arg:
             return name, kind, arg
         if kind == "ngram":
@@ -43,8 +46,9 @@ def _split_draft(spec: str) -> tuple[str, str, Any]:
             if not os.path.isfile(corpus):
                 raise FileNotFoundError(f"--draft {spec}: no such corpus file {corpus!r}")
             return name, kind, (int(order_s), corpus)
-    except ValueError:
-        pass
+    except ValueError as exc:
+        if str(exc).startswith("--draft "):
+            raise
     raise ValueError(f"--draft: expected {_DRAFT_FORMS}, got {spec!r}")
 
 

@@ -61,6 +61,8 @@ class LayerSkipDraft:
     def __init__(self, model: Any, skip: Iterable[int], name: str | None = None) -> None:
         self.model = model
         self.skip = tuple(sorted({int(i) for i in skip}))
+        if not self.skip:
+            raise ValueError("skip: name at least one layer to skip (skipping none is the target itself)")
         layers, _ = decoder_layers(model)
         n = len(layers)
         if any(i < 0 or i >= n for i in self.skip):

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import math
 import numbers
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -48,6 +47,7 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from .args import check_alloc, int_array, integer, nbytes
 from .rules import MAX_V, as_array
 
 __all__ = ["Logits", "Engine", "ENGINES", "DEFAULT_ENGINE", "GREEDY_BELOW", "pair", "probabilities"]
@@ -71,9 +71,7 @@ def _real(name: str, value: Any) -> float:
 
 
 def _integer(name: str, value: Any) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name}: expected an integer, got {type(value).__name__}")
-    return operator.index(value)
+    return integer(name, value)
 
 
 def _logit_rows(values: Any) -> NDArray[np.float64]:
@@ -116,15 +114,22 @@ def _target_ids(d2t: Any, token_map: Any, vocab_size: Any, V: int) -> tuple[NDAr
     if vocab_size is None:
         raise ValueError(f"vocab_size: required with {name} (the target vocabulary the draft maps into)")
     m = as_array(name, raw)
-    if m.dtype.kind not in "iu":
+    if m.dtype == np.bool_ or m.dtype.kind not in "iu":
         raise TypeError(f"{name}: expected integer token ids, got dtype {m.dtype}")
     if m.shape != (V,):
         raise ValueError(f"{name}: expected shape ({V},), one entry per draft token, got shape {m.shape}")
-    ids = m.astype(np.int64) + (np.arange(V, dtype=np.int64) if name == "d2t" else 0)
-    out = (ids < 0) | (ids >= vocab_size)
-    if out.any():
-        i = int(np.argmax(out))
-        raise ValueError(f"{name}: draft token {i} maps to target id {int(ids[i])}, outside [0, {vocab_size})")
+    # In the map's own dtype before any cast (a uint64 offset must not wrap to a negative one):
+    # every target id i + d2t[i] (or token_map[i]) lies in [0, vocab_size) only if the entry lies
+    # in [-V, vocab_size).
+    lo = -V if name == "d2t" else 0
+    wild = (m < lo) | (m >= vocab_size)
+    if not wild.any():
+        ids = int_array(name, m) + (np.arange(V, dtype=np.int64) if name == "d2t" else 0)
+        wild = (ids < 0) | (ids >= vocab_size)
+    if wild.any():
+        i = int(np.argmax(wild))
+        target = int(m[i]) + (i if name == "d2t" else 0)  # Python ints: exact
+        raise ValueError(f"{name}: draft token {i} maps to target id {target}, outside [0, {vocab_size})")
     uniq, counts = np.unique(ids, return_counts=True)
     if (counts > 1).any():
         t = int(uniq[np.argmax(counts > 1)])
@@ -249,10 +254,13 @@ class Logits:
         """The distribution the engine samples from, float64 of :attr:`shape`, rows summing to 1."""
         z = self._rows
         if self._ids is not None:  # draft vocabulary -> target vocabulary, -inf elsewhere
+            B, V = z.shape[0], self.shape[-1]
+            # the mapped rows and the working copies of the filters and the softmax
+            check_alloc("vocab_size", nbytes(B, V, copies=4), f"the distribution on the ({B}, {V}) target vocabulary")
             mapped = np.full((z.shape[0], self.shape[-1]), -np.inf)
             mapped[:, self._ids] = z
             z = mapped
-        out = _constrained(z.copy(), self)
+        out = _constrained(z, self)
         return out.reshape(self.shape)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> NDArray[Any]:
@@ -261,14 +269,27 @@ class Logits:
         return p if dtype is None else p.astype(dtype)
 
 
+def _scaled(z: NDArray[np.float64], t: float) -> NDArray[np.float64]:
+    """z / t; a row where finite logits overflow there is (z - its max) / t instead: every filter
+    and the softmax read logits only up to a shift, and shifted logits cannot overflow upwards."""
+    with np.errstate(over="ignore"):
+        out = z / t
+    hit = (np.isinf(out) & np.isfinite(z)).any(axis=1)
+    if hit.any():
+        with np.errstate(over="ignore"):
+            out[hit] = (z[hit] - z[hit].max(axis=1, keepdims=True)) / t
+    return out
+
+
 def _constrained(z: NDArray[np.float64], s: Logits) -> NDArray[np.float64]:
-    """Rows of z (B, V), in place: temperature, then the engine's filters, then softmax."""
+    """Rows of z (B, V), which stay unchanged: temperature, then the engine's filters (on the
+    scaled copy, in place), then softmax."""
     t = float(s.temperature)
     if t == 0.0 or t < GREEDY_BELOW[s.engine]:
         out = np.zeros_like(z)
         out[np.arange(z.shape[0]), np.argmax(z, axis=1)] = 1.0  # argmax: the first (lowest) id of ties
         return out
-    z /= t
+    z = _scaled(z, t)
     k = None if s.top_k is None else int(s.top_k)
     top_p = None if s.top_p is None or float(s.top_p) == 1.0 else float(s.top_p)
     min_p = None if s.min_p is None or float(s.min_p) == 0.0 else float(s.min_p)

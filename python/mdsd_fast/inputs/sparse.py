@@ -10,9 +10,12 @@ Logs rarely hold dense rows. Wherever ``optimal_acceptance``, ``solve_lp``, ``ac
 The kernels then run on each row's union support (the tokens where p or q is positive), relabelled
 0..L-1 in ascending id order and zero-padded to the longest row, never on V; certificates, output
 tokens and drafts are mapped back to vocabulary ids. The relabelling keeps every scheme's tie rule
-(ties go to the lower id) and tokens with p = q = 0 take part in nothing, so results equal the dense
-ones, bit for bit: rows are normalised by the same sum either way (the exact sum of the entries, rounded once, which
-no order or grouping of the terms changes: ``_core.inputs.normalize_rows`` and ``_core.inputs.csr_row_sums``).
+(ties go to the lower id) and tokens with p = q = 0 take part in nothing, so exact results (alpha*,
+its certificate, exact acceptance) equal the dense ones, bit for bit: rows are normalised by the same
+sum either way (the exact sum of the entries, rounded once, which no order or grouping of the terms
+changes: ``_core.inputs.normalize_rows`` and ``_core.inputs.csr_row_sums``). Sampled results
+(``simulate``, ``verify``) follow the same laws, but their random numbers go to the union-support
+columns, so one seed gives other samples than on dense rows.
 
 A row must hold the whole distribution (its sum within 1e-4 of 1). For truncated top-k logs, whose
 rows sum to the logged mass, alpha* is an interval: see ``acceptance_bounds``.
@@ -27,7 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
-from .rules import MAX_V, SUM_TOL
+from .args import check_alloc, int_array, integer, nbytes
+from .rules import MAX_V, SUM_TOL, as_array
 
 __all__ = ["TopK", "is_sparse", "SparseRows", "sparse_rows", "sparse_vocab", "to_dense"]
 
@@ -65,44 +69,71 @@ class SparseRows:
         return int(self.ptr.shape[0] - 1)
 
 
+def _topk_ids(name: str, ids: Any) -> NDArray[np.int64]:
+    """TopK ids as int64, range-checked in their own dtype before the cast: -1 pads, any other
+    negative id is an error (never read as padding), and so is an id beyond int64."""
+    try:
+        out = int_array(f"{name}: TopK.ids", ids, lo=-1)
+    except ValueError as exc:
+        raise ValueError(f"{exc} (-1 is the only padding id; token ids are >= 0)") from None
+    return out
+
+
+def _topk_row(name: str, r: int, ids: NDArray[Any]) -> NDArray[np.int64]:
+    try:
+        return _topk_ids(name, ids)
+    except (TypeError, ValueError) as exc:
+        raise type(exc)(str(exc).replace("TopK.ids:", f"TopK.ids row {r}:", 1)) from None
+
+
+def _topk_parts(name: str, x: TopK) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[Any], bool]:
+    """(counts per row, ids, values) of the logged (non-padding) entries of a TopK, and whether it is one 1-D row."""
+    ragged = isinstance(x.ids, (list, tuple)) and any(np.ndim(a) >= 1 for a in x.ids)
+    if not ragged:
+        ids2 = np.atleast_2d(_topk_ids(name, x.ids))
+        vals2 = np.atleast_2d(as_array(f"{name}: TopK.values", x.values))
+        one_d = np.ndim(x.ids) == 1
+        if ids2.shape != vals2.shape or ids2.ndim != 2:
+            raise ValueError(f"ids and values have shapes {ids2.shape} and {vals2.shape}")
+        keep = ids2 >= 0
+        return keep.sum(axis=1).astype(np.int64), ids2[keep], vals2[keep], one_d
+    raw = [np.asarray(a).reshape(-1) for a in x.ids]
+    raw = [a if a.size else a.astype(np.int64) for a in raw]  # an empty row ([] is float64) logs nothing
+    if not isinstance(x.values, (list, tuple)) and np.ndim(x.values) < 2:
+        raise ValueError("ids are ragged rows, so values must be too (one 1-D array per row)")
+    rows_v = [np.asarray(a).reshape(-1) for a in x.values]
+    if len(raw) != len(rows_v) or any(a.shape != b.shape for a, b in zip(raw, rows_v, strict=True)):
+        raise ValueError("ids and values must hold the same number of entries per row")
+    lengths = np.array([a.size for a in raw], dtype=np.int64)
+    try:  # one check of every id when the rows share a dtype (concatenating mixed ones may promote them)
+        if len({a.dtype for a in raw}) != 1:
+            raise ValueError("mixed dtypes")
+        ids_all = _topk_ids(name, np.concatenate(raw))
+    except (TypeError, ValueError):  # row by row: the error names the row
+        ids_all = np.concatenate([_topk_row(name, r, a) for r, a in enumerate(raw)])
+    keep = ids_all >= 0  # -1 pads here too
+    row = np.repeat(np.arange(len(raw)), lengths)
+    counts = np.bincount(row[keep], minlength=len(raw)).astype(np.int64)
+    return counts, ids_all[keep], np.concatenate(rows_v)[keep], False
+
+
 def _csr_parts(name: str, x: Any) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64], int, bool]:
     if isinstance(x, TopK):
-        V = x.vocab_size
-        if isinstance(V, bool) or not isinstance(V, (int, np.integer)) or not 1 <= V <= MAX_V:
-            raise ValueError(f"{name}: TopK.vocab_size must be an integer in [1, {MAX_V}], got {V!r}")
-        one_d = False
+        if not isinstance(x.logprobs, (bool, np.bool_)):
+            raise TypeError(f"{name}: TopK.logprobs must be a bool, got {type(x.logprobs).__name__}")
         try:
-            ragged = isinstance(x.ids, (list, tuple)) and any(np.ndim(a) >= 1 for a in x.ids)
-            if not ragged:
-                ids2 = np.asarray(x.ids)
-                vals2 = np.asarray(x.values)
-                one_d = ids2.ndim == 1
-                ids2, vals2 = np.atleast_2d(ids2), np.atleast_2d(vals2)
-                if ids2.shape != vals2.shape or ids2.ndim != 2:
-                    raise ValueError(f"ids and values have shapes {ids2.shape} and {vals2.shape}")
-                keep = ids2 >= 0
-                counts = keep.sum(axis=1)
-                ids_flat, vals_flat = ids2[keep], vals2[keep]
-            else:
-                rows_i = [np.asarray(a).reshape(-1) for a in x.ids]
-                rows_v = [np.asarray(a).reshape(-1) for a in x.values]
-                if len(rows_i) != len(rows_v) or any(a.shape != b.shape for a, b in zip(rows_i, rows_v, strict=True)):
-                    raise ValueError("ids and values must hold the same number of entries per row")
-                kept = [a >= 0 for a in rows_i]  # -1 pads here too
-                counts = np.array([int(k.sum()) for k in kept], dtype=np.int64)
-                ids_flat = (
-                    np.concatenate([a[k] for a, k in zip(rows_i, kept, strict=True)])
-                    if rows_i
-                    else np.zeros(0, np.int64)
-                )
-                vals_flat = np.concatenate([a[k] for a, k in zip(rows_v, kept, strict=True)]) if rows_v else np.zeros(0)
+            V = integer(f"{name}: TopK.vocab_size", x.vocab_size, 1, MAX_V)
         except (TypeError, ValueError) as exc:
-            raise ValueError(f"{name}: not a valid TopK ({exc})") from None
-        if ids_flat.dtype == np.bool_ or (ids_flat.size and ids_flat.dtype.kind not in "iu"):
-            raise TypeError(f"{name}: TopK.ids must be integers, got dtype {ids_flat.dtype}")
+            raise type(exc)(
+                f"{name}: TopK.vocab_size must be an integer in [1, {MAX_V}], got {x.vocab_size!r}"
+            ) from None
+        try:
+            counts, ids_flat, vals_flat, one_d = _topk_parts(name, x)
+        except (TypeError, ValueError) as exc:
+            msg = str(exc)  # the checks of ids name the argument already
+            raise type(exc)(msg if msg.startswith(f"{name}: ") else f"{name}: not a valid TopK ({exc})") from None
         if vals_flat.size and (vals_flat.dtype.kind != "f"):
             raise TypeError(f"{name}: TopK.values must be floats, got dtype {vals_flat.dtype}")
-        ids_flat = ids_flat.astype(np.int64)
         vals_flat = vals_flat.astype(np.float64)
         if x.logprobs:
             if np.isnan(vals_flat).any() or (vals_flat > 0).any():
@@ -175,6 +206,7 @@ def to_dense(name: str, x: Any) -> NDArray[np.float64]:
     """A validated sparse or top-k input as a dense float64 array, (B, V) or (V,) for one 1-D row
     (for the functions that need dense rows: the audit's cases, trees)."""
     s = sparse_rows(name, x)
+    check_alloc(name, nbytes(s.B, s.V), f"the dense ({s.B}, {s.V}) float64 rows of this sparse input")
     out = np.zeros((s.B, s.V))
     out[np.repeat(np.arange(s.B), np.diff(s.ptr)), s.ids] = s.val
     return out[0] if s.one_d else out

@@ -15,6 +15,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from ..bound.alpha import optimal_acceptance
+from ..inputs.args import check_alloc, nbytes
 from ..inputs.pairs import _sampled
 from ..inputs.rules import _as_float_array
 from ..inputs.sparse import is_sparse
@@ -53,17 +54,22 @@ class _Log:
     hidden: NDArray[np.int64]  #: unlogged-in-both tokens left out of the arrays (see ``_compress``)
 
 
-def _logged(name: str, x: Any) -> _F:
+def _logged(name: str, x: Any, like: tuple[int, int] | None = None) -> _F:
     """A TopK or scipy.sparse log as a dense array of its logged entries (not normalised: the row
-    sum is the logged mass), after the union-support route's checks of its entries."""
+    sum is the logged mass), after the union-support route's checks of its entries. ``like``: the
+    (rows, V) of the other side, dense, which this one must match (checked before densifying)."""
     ptr, ids, val, V, one_d = logged_entries(name, x)
-    dense = np.zeros((ptr.shape[0] - 1, V))
+    B = ptr.shape[0] - 1
+    if like is not None and like[1] != V:
+        raise ValueError(f"p, q: vocabulary sizes differ ({name} declares V = {V}, the other side has V = {like[1]})")
+    check_alloc(name, nbytes(B, V), f"the dense ({B}, {V}) rows of this sparse log")
+    dense = np.zeros((B, V))
     dense[np.repeat(np.arange(ptr.shape[0] - 1), np.diff(ptr)), ids] = val
     return dense[0] if one_d else dense
 
 
-def _log(name: str, x: Any) -> tuple[_Log, bool]:
-    arr = _as_float_array(name, _logged(name, x) if is_sparse(x) else _sampled(name, x), (1, 2))
+def _log(name: str, x: Any, like: tuple[int, int] | None = None) -> tuple[_Log, bool]:
+    arr = _as_float_array(name, _logged(name, x, like) if is_sparse(x) else _sampled(name, x), (1, 2))
     batched = arr.ndim == 2
     rows = arr.reshape(-1, arr.shape[-1])
     if not np.isfinite(rows).all():

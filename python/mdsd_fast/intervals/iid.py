@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..inputs.args import check_alloc, nbytes
+
 _F = NDArray[np.float64]
 _I = NDArray[np.int64]
 _B = NDArray[np.bool_]
@@ -54,6 +56,9 @@ def union_logs(p: tuple[_I, _I, _F], q: tuple[_I, _I, _F], V: int, rows: _I) -> 
     urow = uk // V
     counts = np.bincount(urow, minlength=rows.size)
     L = max(1, int(counts.max()) if counts.size else 1)
+    # every row is padded to the longest: a ragged batch can ask far more than its entries hold
+    # (p's and q's rows and the masks and fills of the bounds on them)
+    check_alloc("p, q", nbytes(rows.size, L, copies=6), f"{rows.size} rows padded to their longest union support ({L})")
     col = np.arange(uk.size) - np.repeat(np.cumsum(counts) - counts, counts)
     out = []
     for k, v in zip(keys, vals, strict=True):

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..inputs.args import check_alloc, nbytes
 from ..inputs.rules import SUM_TOL
 from ..inputs.sparse import _csr_parts
 
@@ -110,9 +111,13 @@ def dense_parts(name: str, rows: _F, complete_tol: float) -> Parts:
     return ptr, ids.astype(np.int64), val, u, t
 
 
-def column_groups(P: Parts, Q: Parts, V: int, rows: _I, log_type: Any, keep: int) -> list[Any]:
+def column_groups(
+    P: Parts, Q: Parts, V: int, rows: _I, log_type: Any, keep: int, bytes_per_column: int = 1024
+) -> list[Any]:
     """Groups ``(rows, p, q)`` of the given rows on their compressed columns (module docstring):
-    rows of one width form a group, so a row's arrays do not depend on the other rows."""
+    rows of one width form a group, so a row's arrays do not depend on the other rows.
+    ``bytes_per_column``: the memory the caller's work on the groups takes per column, refused
+    above ``limits.MAX_ALLOC_BYTES`` before any column is built."""
     pp, pi, pv, pu, pt = P
     qp, qi, qv, qu, qt = Q
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -120,10 +125,20 @@ def column_groups(P: Parts, Q: Parts, V: int, rows: _I, log_type: Any, keep: int
     cols: dict[int, _I] = {}
     n_both = np.zeros(pu.shape[0], dtype=np.int64)
     keep_d = np.zeros(pu.shape[0], dtype=np.int64)
-    for r in rows.tolist():
-        logged = np.union1d(pi[pp[r] : pp[r + 1]], qi[qp[r] : qp[r + 1]])
+    logged_of = {r: np.union1d(pi[pp[r] : pp[r + 1]], qi[qp[r] : qp[r + 1]]) for r in rows.tolist()}
+    columns = 0
+    for r, logged in logged_of.items():
         n_both[r] = V - logged.size
         keep_d[r] = min(n_both[r], keep + int(need[r]) + 2)
+        columns += int(keep_d[r]) + logged.size
+    # a log whose unseen mass needs many tokens at its cap (a tiny smallest value, a huge V) needs
+    # that many columns: p's and q's values and masks and the search's working copies of them
+    check_alloc(
+        "p, q",
+        nbytes(columns, itemsize=bytes_per_column),
+        f"the search on the {columns:,} columns that hold the unseen mass",
+    )
+    for r, logged in logged_of.items():
         cand = np.arange(min(V, keep_d[r] + logged.size))
         free = cand[~np.isin(cand, logged, assume_unique=True)][: keep_d[r]]
         cols[r] = np.union1d(logged, free)

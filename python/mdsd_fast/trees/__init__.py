@@ -32,6 +32,7 @@ from .bound_drafted import BoundInterval, drafted_bound
 from .data import TreeDataset, load_trees
 from .draft import (
     MAX_ENUMERATED,
+    MAX_TREE_NODES,
     Oracle,
     draft_branching,
     draft_kseq,
@@ -64,6 +65,7 @@ __all__ = [
     "q_ranks",
     "Oracle",
     "MAX_ENUMERATED",
+    "MAX_TREE_NODES",
     "tuple_law",
     "draft_kseq",
     "draft_branching",

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from ..inputs.args import int_array
 from ..inputs.pairs import as_distribution
 from ..inputs.rules import as_array, check_threads, mixed_parts
 
@@ -42,12 +43,14 @@ class RawTree:
 
 
 def _int_vector(name: str, x: Any) -> NDArray[np.int64]:
+    """An int64 copy of a 1-D integer vector, range-checked in its own dtype first (a uint64
+    2**64 - 1 is refused, not read as -1)."""
     a = as_array(name, x)
     if a.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {a.shape}")
     if a.size and (a.dtype == np.bool_ or not np.issubdtype(a.dtype, np.integer)):
         raise TypeError(f"{name} must hold integers, got dtype {a.dtype}")
-    return np.ascontiguousarray(a, dtype=np.int64)
+    return int_array(name, a if a.size else a.astype(np.int64))
 
 
 def _check_scheme_name(i: int, s: Any) -> str:

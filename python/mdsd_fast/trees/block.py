@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..inputs.args import int_array
 from ..inputs.pairs import as_distribution
 from ..inputs.rules import as_array
 
@@ -66,7 +67,7 @@ def _chain(draft: Any, p: Any, q: Any) -> tuple[NDArray[np.int64], NDArray[np.fl
         raise ValueError(f"p must have gamma + 1 = {g + 1} rows (p_0..p_gamma), got {pp.shape[0]}")
     if qq.shape[0] not in (g, g + 1) or qq.shape[1] != pp.shape[1]:
         raise ValueError(f"q must have gamma = {g} (or gamma + 1) rows of V = {pp.shape[1]}, got {qq.shape}")
-    xs = x.astype(np.int64)
+    xs = int_array("draft", x)  # checked in its own dtype, then copied
     if g and not bool(np.all((xs >= 0) & (xs < pp.shape[1]))):
         raise ValueError(f"draft tokens must lie in [0, {pp.shape[1]})")
     if g and not bool(np.all(qq[np.arange(g), xs] > 0.0)):

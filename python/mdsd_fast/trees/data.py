@@ -29,6 +29,8 @@ from numpy.typing import NDArray
 
 from ..data import shipped_model
 from ..data._format import _fixed_decode
+from ..inputs.args import check_alloc, int_array, integer, nbytes
+from ..inputs.rules import MAX_V
 from ._raw import RawTree, check_tree
 from .tree import DraftTree
 
@@ -66,18 +68,19 @@ class TreeDataset:
     """Trees read from a file written by :class:`TreeDatasetBuilder` (see the module docstring)."""
 
     def __init__(self, z: Mapping[str, NDArray[Any]]) -> None:
-        self.vocab_size = int(z["vocab_size"])
+        self.vocab_size = integer("vocab_size", np.asarray(z["vocab_size"]).item(), 1, MAX_V)
         self.info: dict[str, Any] = json.loads(str(z["info"]))
+        _check_counts(z)
         sizes = z["tree_size"].astype(np.int64)
         self._node_off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._ctx_off = np.concatenate([[0], np.cumsum(z["ctx_lengths"].astype(np.int64))])
-        self._ctx_ids = z["ctx_ids"].astype(np.int64)
-        self._parent = z["parent"].astype(np.int64)
-        self._token = z["token"].astype(np.int64)
-        self._scheme = z["scheme"].astype(np.int64)
+        self._ctx_ids = int_array("ctx_ids", z["ctx_ids"])
+        self._parent = int_array("parent", z["parent"])
+        self._token = int_array("token", z["token"])
+        self._scheme = int_array("scheme", z["scheme"])
         self._scheme_names = [str(s) for s in z["scheme_names"].tolist()]
         self._draw_off = np.concatenate([[0], np.cumsum(z["draw_count"].astype(np.int64))])
-        self._draw_child = z["draw_child"].astype(np.int64)
+        self._draw_child = int_array("draw_child", z["draw_child"])
         lens = z["node_lengths"].astype(np.int64)
         self._sup_off = np.concatenate([[0], np.cumsum(lens)]).astype(np.int64)
         cs = np.cumsum(z["token_gaps"].astype(np.int64))
@@ -139,6 +142,9 @@ class TreeDataset:
         ``threads``: of the validation (None: all cores)."""
         r = self._nodes(t)
         n = len(r)
+        check_alloc(
+            "vocab_size", nbytes(n, self.vocab_size, copies=4), f"tree {t}'s dense ({n}, {self.vocab_size}) rows"
+        )
         p = np.zeros((n, self.vocab_size))
         q = np.zeros((n, self.vocab_size))
         for i, (s, pv, qv) in enumerate(self.sparse_rows(t)):
@@ -188,6 +194,29 @@ class TreeDataset:
         return [m["tree"] for m in self.meta if all(m[k] == v for k, v in fields.items())]
 
 
+def _check_counts(z: Mapping[str, NDArray[Any]]) -> None:
+    """The file's counts agree with the arrays they index (a lying count is an error, not an
+    IndexError or a tree read from another's nodes)."""
+    counts = {}
+    for name, lo in (("tree_size", 1), ("ctx_lengths", 0), ("draw_count", 0), ("node_lengths", 0), ("token_gaps", 0)):
+        counts[name] = int_array(name, z[name], lo, MAX_V)
+    total = int(counts["tree_size"].sum())
+    for name, want in (
+        ("parent", total), ("token", total), ("scheme", total), ("draw_count", total), ("node_lengths", total),
+        ("draw_child", int(counts["draw_count"].sum())), ("token_gaps", int(counts["node_lengths"].sum())),
+        ("ctx_ids", int(counts["ctx_lengths"].sum())),
+    ):  # fmt: skip
+        if np.shape(z[name]) != (want,):
+            raise ValueError(f"{name}: expected {want} entries (from the file's counts), got shape {np.shape(z[name])}")
+    trees = counts["tree_size"].size
+    for name in ("ctx_lengths", "tree_prompt", "tree_temperature", "tree_position", "tree_draft", "tree_shape"):
+        if np.shape(z[name]) != (trees,):
+            raise ValueError(f"{name}: expected one entry per tree ({trees}), got shape {np.shape(z[name])}")
+    for name, table in (("tree_prompt", "prompt_ids"), ("tree_draft", "draft_names"), ("tree_shape", "shape_names")):
+        int_array(name, z[name], 0, max(np.size(z[table]) - 1, 0))
+    int_array("scheme", z["scheme"], 0, max(np.size(z["scheme_names"]) - 1, 0))
+
+
 def load_trees(path: str | os.PathLike[str] | None = None, *, model: str | None = None) -> TreeDataset:
     """Read a tree file (default: the shipped sample of ``model``, SmolLM2-135M unless given).
     NumPy only; no pickles."""
@@ -200,4 +229,9 @@ def load_trees(path: str | os.PathLike[str] | None = None, *, model: str | None 
             raise ValueError(f"{path}: not a {TREES_FORMAT} file (format field {fmt!r})")
         if int(z["format_version"]) > TREES_FORMAT_VERSION:
             raise ValueError(f"{path}: format version {int(z['format_version'])} is newer than this mdsd_fast")
-        return TreeDataset({k: z[k] for k in z.files})
+        try:
+            return TreeDataset({k: z[k] for k in z.files})
+        except KeyError as exc:
+            raise ValueError(f"{path}: the file has no {exc.args[0]!r} array") from None
+        except (TypeError, ValueError) as exc:
+            raise type(exc)(f"{path}: {exc}") from None

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import numbers
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -21,6 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from ..bound.lp import TooLargeError
+from ..inputs.args import check_alloc, integer, nbytes
 from ..inputs.pairs import as_pair
 from ..inputs.rules import check_n, check_scheme, check_threads, mixed_parts
 from ..verifiers.run import simulate
@@ -35,6 +35,7 @@ __all__ = [
     "enumerate_kseq",
     "enumerate_branching",
     "MAX_ENUMERATED",
+    "MAX_TREE_NODES",
 ]
 
 #: ``oracle(prefix) -> (p, q)``: target and draft next-token distributions after ``prefix``
@@ -47,6 +48,13 @@ _Pick = Callable[[NDArray[np.float64], NDArray[np.float64], int, str], "list[tup
 
 #: Most trees (or ordered tuples of one node) an enumeration builds before refusing.
 MAX_ENUMERATED = 200_000
+#: Most nodes a drafted tree may grow to by default (``max_nodes=``): drafting is refused
+#: (``TooLargeError``) as soon as a tree passes it, or when its rows would pass
+#: ``limits.MAX_ALLOC_BYTES``, whichever comes first.
+MAX_TREE_NODES = 65_536
+#: float64 (V,) rows held per node while a tree is drafted and built: p and q as the oracle gave
+#: them, stacked for the tree, and the tree's validated copies.
+_ROWS_PER_NODE = 6
 
 #: The registry verifier whose ``simulate`` draws each scheme family's tuples.
 _DRAWER = {"iid": "rrs", "wor": "rrs-wor", "greedy": "greedy", "topk": "topk", "spechub": "spechub"}
@@ -109,13 +117,37 @@ def tuple_law(q: ArrayLike, n: int, scheme: str, *, threads: int | None = None) 
     return out
 
 
+class _Budget:
+    """The bound on a drafted tree: at most ``max_nodes`` nodes, and rows within ``MAX_ALLOC_BYTES``
+    (for an enumeration, the rows of every tree built so far)."""
+
+    def __init__(self, what: str, max_nodes: Any) -> None:
+        self.what = what
+        self.max_nodes = integer("max_nodes", max_nodes, 1)
+        self.built = 0  # nodes of the enumerated trees built so far
+
+    def check(self, nodes: int, V: int) -> None:
+        if nodes > self.max_nodes:
+            raise TooLargeError(
+                f"{self.what}: the drafted tree grows past max_nodes = {self.max_nodes} nodes "
+                "(pass a larger max_nodes=, or draft a smaller tree)"
+            )
+        total = self.built + nodes
+        check_alloc(self.what, nbytes(total, V, copies=_ROWS_PER_NODE), f"the p and q rows of {total} tree nodes")
+
+
 class _Builder:
     """A tree under construction; nodes get ids in the order they are attached (topological)."""
 
     def __init__(
-        self, oracle: Oracle, cache: dict[tuple[int, ...], tuple[Any, Any]], threads: int | None = None
+        self,
+        oracle: Oracle,
+        cache: dict[tuple[int, ...], tuple[Any, Any]],
+        threads: int | None = None,
+        budget: _Budget | None = None,
     ) -> None:
         self.oracle, self.cache, self.threads = oracle, cache, threads
+        self.budget = budget if budget is not None else _Budget("choices", MAX_TREE_NODES)
         self.parent: list[int] = []
         self.token: list[int] = []
         self.prefix: list[tuple[int, ...]] = []
@@ -127,12 +159,14 @@ class _Builder:
 
     def copy(self) -> _Builder:
         b = object.__new__(_Builder)
-        b.oracle, b.cache, b.threads = self.oracle, self.cache, self.threads
+        b.oracle, b.cache, b.threads, b.budget = self.oracle, self.cache, self.threads, self.budget
         b.parent, b.token, b.prefix = list(self.parent), list(self.token), list(self.prefix)
         b.p, b.q, b.mult, b.draws = list(self.p), list(self.q), list(self.mult), dict(self.draws)
         return b
 
     def add(self, parent: int, token: int, prefix: tuple[int, ...], mult: int) -> int:
+        if self.p:  # checked before the oracle is asked for one more node
+            self.budget.check(len(self.parent) + 1, self.p[0].shape[0])
         if prefix not in self.cache:
             res = self.oracle(prefix)
             if not isinstance(res, Sequence) or len(res) != 2:
@@ -189,13 +223,13 @@ class _Builder:
 
 
 def _grow(
-    oracle: Oracle, plan: _Plan, pick: _Pick, root_mult: int, threads: int | None = None
+    oracle: Oracle, plan: _Plan, pick: _Pick, root_mult: int, threads: int | None, budget: _Budget
 ) -> list[tuple[float, DraftTree]]:
-    """Every tree that ``pick`` lets the plan grow (breadth first), with its probability."""
+    """Every tree that ``pick`` lets the plan grow (breadth first), with its probability, within ``budget``."""
     if not callable(oracle):
         raise TypeError(f"oracle: expected a callable prefix -> (p, q), got {type(oracle).__name__}")
     cache: dict[tuple[int, ...], tuple[Any, Any]] = {}
-    root = _Builder(oracle, cache, threads)
+    root = _Builder(oracle, cache, threads, budget)
     root.mult[0] = root_mult
     states: list[tuple[float, _Builder, deque[int]]] = [(1.0, root, deque([0]))]
     done: list[tuple[float, DraftTree]] = []
@@ -203,6 +237,7 @@ def _grow(
         w, b, pending = states.pop()
         if not pending:
             done.append((w, b.build()))
+            budget.built += len(b.parent)
             continue
         i = pending.popleft()
         d = len(b.prefix[i])
@@ -248,9 +283,10 @@ def _enumerator(threads: int | None = None) -> _Pick:
 
 
 def _positive(name: str, x: Any) -> int:
-    if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Integral) or x < 1:
-        raise ValueError(f"{name}: expected a positive integer, got {x!r}")
-    return int(x)
+    try:
+        return integer(name, x, 1)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name}: expected a positive integer, got {x!r}") from None
 
 
 def _kseq_plan(K: Any, L: Any) -> tuple[_Plan, int]:
@@ -272,41 +308,65 @@ def _branching_plan(branching: Any, scheme: Any) -> _Plan:
     return lambda d, m: (widths[d], scheme) if d < len(widths) else None
 
 
-def draft_kseq(oracle: Oracle, K: int, L: int, *, rng: Any = None, threads: int | None = None) -> DraftTree:
+def draft_kseq(
+    oracle: Oracle, K: int, L: int, *, rng: Any = None, threads: int | None = None, max_nodes: int = MAX_TREE_NODES
+) -> DraftTree:
     """K draft sequences of length L, i.i.d. from the draft model (SpecTr / Khisti): the root
     draws K i.i.d. tokens; a child drawn m times draws m i.i.d. continuations (scheme "iid").
-    ``threads`` (every drafting function): of the validation and the draws (None: all cores)."""
+    ``threads`` (every drafting function): of the validation and the draws (None: all cores).
+    ``max_nodes`` (every drafting function): refuse (``TooLargeError``) a tree growing past this
+    many nodes, or whose rows would pass ``limits.MAX_ALLOC_BYTES``, before asking the oracle more."""
     plan, root = _kseq_plan(K, L)
     check_threads(threads)
-    return _grow(oracle, plan, _sampler(rng, threads), root, threads)[0][1]
+    return _grow(oracle, plan, _sampler(rng, threads), root, threads, _Budget("K, L", max_nodes))[0][1]
 
 
-def enumerate_kseq(oracle: Oracle, K: int, L: int, *, threads: int | None = None) -> list[tuple[float, DraftTree]]:
-    """Every tree ``draft_kseq`` can draw, with its probability (the probabilities sum to 1)."""
+def enumerate_kseq(
+    oracle: Oracle, K: int, L: int, *, threads: int | None = None, max_nodes: int = MAX_TREE_NODES
+) -> list[tuple[float, DraftTree]]:
+    """Every tree ``draft_kseq`` can draw, with its probability (the probabilities sum to 1); the
+    rows of all of them together stay within ``limits.MAX_ALLOC_BYTES``."""
     plan, root = _kseq_plan(K, L)
     check_threads(threads)
-    return _grow(oracle, plan, _enumerator(threads), root, threads)
+    return _grow(oracle, plan, _enumerator(threads), root, threads, _Budget("K, L", max_nodes))
 
 
 def draft_branching(
-    oracle: Oracle, branching: Sequence[int], scheme: str = "iid", *, rng: Any = None, threads: int | None = None
+    oracle: Oracle,
+    branching: Sequence[int],
+    scheme: str = "iid",
+    *,
+    rng: Any = None,
+    threads: int | None = None,
+    max_nodes: int = MAX_TREE_NODES,
 ) -> DraftTree:
     """Every node at depth d drafts ``branching[d]`` tokens with ``scheme`` ("iid", "wor",
     "greedy", "topk", "top<m>+iid", "top<m>+wor", "spechub"); nodes at depth len(branching) are leaves.
-    i.i.d. duplicates merge, and a merged child still drafts ``branching[d + 1]`` tokens."""
+    i.i.d. duplicates merge, and a merged child still drafts ``branching[d + 1]`` tokens.
+    ``max_nodes``: as in :func:`draft_kseq` (``[64] * 4`` could grow 17 million nodes)."""
     check_threads(threads)
-    return _grow(oracle, _branching_plan(branching, scheme), _sampler(rng, threads), 1, threads)[0][1]
+    plan = _branching_plan(branching, scheme)
+    return _grow(oracle, plan, _sampler(rng, threads), 1, threads, _Budget("branching", max_nodes))[0][1]
 
 
 def enumerate_branching(
-    oracle: Oracle, branching: Sequence[int], scheme: str = "iid", *, threads: int | None = None
+    oracle: Oracle,
+    branching: Sequence[int],
+    scheme: str = "iid",
+    *,
+    threads: int | None = None,
+    max_nodes: int = MAX_TREE_NODES,
 ) -> list[tuple[float, DraftTree]]:
-    """Every tree ``draft_branching`` can draw, with its probability."""
+    """Every tree ``draft_branching`` can draw, with its probability (within the budget of
+    :func:`enumerate_kseq`)."""
     check_threads(threads)
-    return _grow(oracle, _branching_plan(branching, scheme), _enumerator(threads), 1, threads)
+    plan = _branching_plan(branching, scheme)
+    return _grow(oracle, plan, _enumerator(threads), 1, threads, _Budget("branching", max_nodes))
 
 
-def draft_static(oracle: Oracle, choices: Sequence[Sequence[int]], *, threads: int | None = None) -> DraftTree:
+def draft_static(
+    oracle: Oracle, choices: Sequence[Sequence[int]], *, threads: int | None = None, max_nodes: int = MAX_TREE_NODES
+) -> DraftTree:
     """A static tree from an EAGLE-style choice list: the child of rank r is the r-th most
     probable token of the parent's q (ties to the lower id). A node whose children are the top k
     tokens of q, all with q > 0, has scheme "topk"; any other set is "static" (deterministic-set rule)."""
@@ -314,7 +374,10 @@ def draft_static(oracle: Oracle, choices: Sequence[Sequence[int]], *, threads: i
     if not callable(oracle):
         raise TypeError(f"oracle: expected a callable prefix -> (p, q), got {type(oracle).__name__}")
     check_threads(threads)
-    b = _Builder(oracle, {}, threads)
+    budget = _Budget("choices", max_nodes)
+    if parent.shape[0] > budget.max_nodes:
+        budget.check(parent.shape[0], 1)
+    b = _Builder(oracle, {}, threads, budget)
     kids: dict[int, list[int]] = {}
     for i in range(1, parent.shape[0]):
         par = int(parent[i])

@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .._files import atomic_write
+from ..inputs.args import integer
 from ..inputs.rules import check_threads
 from ..verifiers.registry import verifiers
 from ..verifiers.run import acceptance
@@ -232,8 +233,11 @@ def tree_report(
         names = list(TREE_REPORT_VERIFIERS)
     shape_names = _names("shape", shapes, list(dict.fromkeys(m["shape"] for m in ts.meta)), "shapes")
     draft_names = _names("draft", drafts, list(dict.fromkeys(m["draft"] for m in ts.meta)), "drafts")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
-        raise ValueError(f"limit: expected a positive integer (trees per shape), got {limit!r}")
+    if limit is not None:
+        try:
+            limit = integer("limit", limit, 1)
+        except (TypeError, ValueError):
+            raise ValueError(f"limit: expected a positive integer (trees per shape), got {limit!r}") from None
     check_threads(threads)  # named here, not as a refusal of every tree
     records: list[dict[str, Any]] = []
     profiles: list[dict[str, Any]] = []

@@ -17,8 +17,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from ..inputs.args import int_array
 from ..inputs.pairs import as_distribution
-from ..inputs.rules import as_array, check_threads, mixed_parts
+from ..inputs.rules import MAX_V, as_array, check_threads, mixed_parts
 
 __all__ = ["DraftTree", "TREE_SCHEMES", "choices_to_parent", "q_ranks"]
 
@@ -29,14 +30,13 @@ _DISTINCT = ("wor", "greedy", "topk", "spechub", "static")
 
 
 def _ids(name: str, x: Any, shape_name: str) -> NDArray[np.int64]:
+    """An int64 copy (the tree freezes its arrays; the caller's stay theirs), range-checked first."""
     arr = as_array(name, x)
     if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
         raise TypeError(f"{name}: expected integer ids, got dtype {arr.dtype}")
     if arr.ndim != 1:
         raise ValueError(f"{name}: expected shape {shape_name}, got shape {arr.shape}")
-    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int64).max:
-        raise ValueError(f"{name}: ids beyond int64")
-    return np.ascontiguousarray(arr, dtype=np.int64)
+    return int_array(name, arr)
 
 
 def _frozen(arr: NDArray[Any]) -> NDArray[Any]:
@@ -284,8 +284,8 @@ def choices_to_parent(choices: Any) -> tuple[NDArray[np.int64], NDArray[np.int64
         if not isinstance(c, Sequence) or isinstance(c, str) or len(c) == 0:
             raise ValueError(f"choices: entry {k} must be a non-empty list of child ranks, got {c!r}")
         for r in c:
-            if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral) or r < 0:
-                raise ValueError(f"choices: entry {k} ({list(c)!r}) holds {r!r}; ranks are integers >= 0")
+            if isinstance(r, (bool, np.bool_)) or not isinstance(r, numbers.Integral) or not 0 <= int(r) < MAX_V:
+                raise ValueError(f"choices: entry {k} ({list(c)!r}) holds {r!r}; ranks are integers in [0, {MAX_V})")
         paths.append(tuple(int(r) for r in c))
     if len(set(paths)) != len(paths):
         raise ValueError("choices: a path is listed twice")

@@ -17,7 +17,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
-from ..inputs.args import _work_budget
+from ..inputs.args import _work_budget, integer
 from ..inputs.rules import check_bool, check_threads
 from ..verifiers.registry import verifiers
 from ..verifiers.run import _prepare_rows
@@ -232,8 +232,7 @@ def simulated_value(
 ) -> DraftedValue:
     """Expectation over tree drafting by simulation: ``samples`` trees from ``draw(generator)``,
     each valued exactly; the standard error is the sample's (drafting is the only randomness)."""
-    if isinstance(samples, bool) or not isinstance(samples, int) or samples < 2:
-        raise ValueError(f"samples: expected an integer >= 2, got {samples!r}")
+    samples = integer("samples", samples, 2)  # any integer type, numpy's included
     gen = np.random.default_rng(rng)
     values = [tree_value(draw(gen), verifier, **options) for _ in range(samples)]
     acc = np.array([v.accepted for v in values])
