@@ -27,6 +27,8 @@ SECTIONS: list[tuple[str, str, str, str]] = [
     ("builds/isa_side_by_side.json", "", "", ""),
     ("bound/optimal_plan_vs_peers.json", "", "", ""),
     ("verifiers/simulation_throughput.json", "", "", ""),
+    ("verifiers/one_call.json", "", "", ""),
+    ("package/import_time.json", "", "", ""),
     ("verifiers/one_tuple_per_row.json", "", "", ""),
     ("verifiers/optimal_wor_route.json", "", "", ""),
     ("intervals/bounds_throughput.json", "", "", ""),

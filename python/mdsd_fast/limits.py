@@ -29,10 +29,6 @@ __all__ = [
 ]
 
 _TABLE: dict[str, tuple[float, str]] = {str(k): (float(v[0]), str(v[1])) for k, v in _core.limits().items()}
-# The Python boundary's own entry (the compiled core allocates only what the boundary let through).
-_TABLE.setdefault(
-    "max_alloc_bytes", (float(2**30), "bytes of one call's arrays that grow with an argument, not with the input")
-)
 
 #: name -> value (ints where the limit is a count).
 LIMITS: Mapping[str, int] = MappingProxyType({k: int(v) for k, (v, _) in _TABLE.items()})
