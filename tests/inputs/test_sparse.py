@@ -144,3 +144,12 @@ def test_lists_padded_or_ragged() -> None:
     want = mf.optimal_acceptance(np.array([[0.5, 0.5, 0, 0], [0, 0, 1.0, 0]]), q, 2, "iid")
     for ids, vals in (([[0, 1], [2, -1]], [[0.5, 0.5], [1.0, 0.0]]), ([[0, 1], [2]], [[0.5, 0.5], [1.0]])):
         np.testing.assert_array_equal(mf.optimal_acceptance(TopK(ids, vals, 4), q, 2, "iid"), want)
+
+
+def test_ragged_rows_padded_to_the_longest_are_refused_before_they_are_allocated() -> None:
+    # 2.4 MB of input whose union-support rows, padded to the longest, would need ~9 GiB
+    ids = [np.arange(20_000)] + [np.array([0])] * 20_000
+    vals = [np.full(20_000, 1 / 20_000)] + [np.array([1.0])] * 20_000
+    t = TopK(ids, vals, 49_152)
+    with pytest.raises(ValueError, match=r"p, q: the rows on their union support, padded to the longest would need"):
+        mf.optimal_acceptance(t, t, 2)

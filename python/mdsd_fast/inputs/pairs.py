@@ -14,6 +14,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
+from .args import check_alloc, nbytes
 from .logits import Logits
 from .rules import MAX_V, SUM_TOL, _as_float_array, _float_array, check_pair_shapes, raise_row_error
 from .sparse import SparseRows, is_sparse, sparse_rows, to_dense
@@ -137,6 +138,8 @@ def union_pair(
     L = max(1, int(counts.max()) if counts.size else 1)
     start = np.concatenate(([0], np.cumsum(counts)[:-1]))
     col = np.arange(uk.size) - start[urow]
+    # rows padded to the longest: a ragged input can ask for far more than it holds
+    check_alloc("p, q", nbytes(B, L, copies=3), "the rows on their union support, padded to the longest")
     pc = np.zeros((B, L))
     qc = np.zeros((B, L))
     ids = np.full((B, L), -1, dtype=np.int64)
