@@ -5,9 +5,10 @@
 //
 // Same numbers as the plans' exact(): "sd", "greedy", "topk" and "spechub" run the plans' own sums
 // in the plans' own (token-id) order on the same normalised row, so they give the same bits.
-// "rrs" and "kseq" need sums over the tokens above a threshold, which the plans take as prefix
-// sums in ratio order; here they are plain sums in id order (planless/rrs.hpp, planless/kseq.hpp,
-// the route verify already takes), equal up to rounding (tests/verifiers/test_closed_forms.py).
+// "rrs" and "kseq" need sums over the tokens above a threshold, which the plans take as differences
+// of prefix sums in ratio order; here they are term-by-term sums in id order (planless/rrs.hpp,
+// planless/kseq.hpp, the route verify already takes): up to ~2e-13 apart, and these the closer to
+// the exact value (tests/verifiers/test_closed_forms.py).
 #pragma once
 
 #include <algorithm>
