@@ -188,6 +188,6 @@ def test_rrs_closed_form_is_within_rounding_of_the_exact_value() -> None:
         T, M = Fraction(0), M0
         for _ in range(n):
             T += M
-            M = sum(max(a - T * b, Fraction(0)) for a, b in zip(p, q))
+            M = sum(max(a - T * b, Fraction(0)) for a, b in zip(p, q, strict=True))
         exact = float(1 - M / M0)
         assert abs(got[r] - exact) <= 5e-14 and abs(plan[r] - exact) <= 2e-13, (r, got[r], plan[r], exact)
