@@ -45,7 +45,7 @@ def test_each_verifier_has_its_own_default(first8) -> None:
     assert mf.limits.WOR_OPTIMAL_WORK_BUDGET > mf.WOR_WORK_BUDGET
 
 
-@pytest.mark.parametrize("scheme", ["top1+wor", "top2+wor", "wor"])
+@pytest.mark.parametrize("scheme", ["top1+wor", "wor"])
 def test_refusal_names_the_scheme_and_its_alpha(first8, scheme: str) -> None:
     P, Q = first8
     kept = mf.acceptance("sweep", P, Q, 4, scheme=scheme, work_budget=1.0)
