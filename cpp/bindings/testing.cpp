@@ -160,13 +160,15 @@ py::tuple wor_alpha_race(const F64& p, const F64& q, int n, bool defer) {
 // with the best (argmin_margin, as OptimalWor::prepare scans).
 py::tuple wor_alpha_scan(const F64& p, const F64& q, int n, const std::string& scan, int fine) {
     if (scan != "chord" && scan != "every" && scan != "fine" && scan != "ends" && scan != "fallback" &&
-        scan != "isolated")
-        throw std::invalid_argument("scan: expected 'chord', 'every', 'fine', 'ends', 'fallback' or 'isolated', got '" +
-                                    scan + "'");
+        scan != "isolated" && scan != "nostop")
+        throw std::invalid_argument(
+            "scan: expected 'chord', 'every', 'fine', 'ends', 'fallback', 'isolated' or 'nostop', got '" + scan + "'");
     if (fine < 1 || fine > 16) throw std::invalid_argument("fine: must be in 1..16, got " + std::to_string(fine));
     check_wor_race_args(p, q, n);
     mdsd::DualWorkspace ws;
-    ws.chords.enabled = scan == "chord" || scan == "ends" || scan == "fallback" || scan == "isolated";
+    ws.chords.enabled =
+        scan == "chord" || scan == "ends" || scan == "fallback" || scan == "isolated" || scan == "nostop";
+    ws.wor_stop = scan != "nostop";
     if (scan == "isolated") ws.chords.argmin_margin = mdsd::race::ChordScan::kArgminMargin;
     ws.chords.split = scan != "ends";
     if (scan == "fallback") ws.chords.convex_slack = -1.0;
@@ -193,7 +195,8 @@ void register_testing(py::module_& t) {
           py::arg("fine") = 4,
           "(alpha*_wor, k_star, prefixes integrated, fallback) by the race integral along the scan 'chord' (shipped),\n"
           "'every', 'fine' (every prefix, tokens one by one, `fine` times the nodes: the reference), 'ends' (a wrong\n"
-          "scan), 'fallback' (every split taken as non-convex) or 'isolated' (chords unless another prefix may tie).");
+          "scan), 'fallback' (every split taken as non-convex), 'isolated' (chords unless another prefix may tie) or\n"
+          "'nostop' (chords without the early stop of bound/wor_stop.hpp at n > 8).");
     t.def("race_greedy", &race_greedy, py::arg("p"), py::arg("q"), py::arg("n"), py::arg("order"),
           py::arg("division") = true,
           "The greedy pass of the full-vocabulary 'wor' plans over `order` (each token laid until it has won p):\n"

@@ -44,8 +44,9 @@ class VerifierBatch {
     VerifierBatch(const std::string& name, const F64& p, const F64& q, int n, const std::string& scheme,
                   const py::object& lp, int threads, double budget, const py::dict& wor_options)
         : name_(name) {
-        if (!(budget > 0.0))
-            throw std::invalid_argument("budget: must be a positive amount of work, got " + std::to_string(budget));
+        if (!(budget >= 0.0))  // 0: the verifier's own default ("optimal" and "sweep" differ; budget.hpp)
+            throw std::invalid_argument("budget: must be a positive amount of work (or 0: the default), got " +
+                                        std::to_string(budget));
         v::wor::Options wor_opt;
         wor_opt.work_budget = budget;
         for (const auto& kv : wor_options) {

@@ -292,8 +292,7 @@ void register_verifiers(py::module_& m) {
         .def(py::init<const std::string&, const F64&, const F64&, int, const std::string&, const py::object&, int,
                       double, const py::dict&>(),
              py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"), py::arg("scheme"), py::arg("lp") = py::none(),
-             py::arg("threads") = 0, py::arg("budget") = v::wor::kDefaultWorkBudget,
-             py::arg("wor_options") = py::dict())
+             py::arg("threads") = 0, py::arg("budget") = 0.0, py::arg("wor_options") = py::dict())
         .def("route", &VerifierBatch::route,
              "What the without-replacement route did with each row (optimal / sweep with scheme='wor'): a dict\n"
              "of arrays work, out_of_budget, best_order, orders_run, alpha_star, alpha_plan and best_order_name.")

@@ -26,6 +26,7 @@ __all__ = [
     "WOR_ROUTE_MAX_N",
     "WOR_WORK_BUDGET",
     "MAX_ALLOC_BYTES",
+    "WOR_OPTIMAL_WORK_BUDGET",
 ]
 
 _TABLE: dict[str, tuple[float, str]] = {str(k): (float(v[0]), str(v[1])) for k, v in _core.limits().items()}
@@ -38,12 +39,15 @@ MAX_DRAFTS: int = LIMITS["max_drafts"]
 MAX_THREADS: int = LIMITS["max_threads"]
 REPORT_MAX_N: int = LIMITS["report_max_n"]
 WOR_ROUTE_MAX_N: int = LIMITS["wor_route_max_n"]
-#: Default work budget per row of the without-replacement route of "optimal" / "sweep", in grid
-#: operations (one token factor on the race grid costs n x G of them; bench/README.md says what
-#: it is in seconds).
+#: Default work budget per row of the without-replacement route of "sweep", in grid operations (one
+#: token factor on the race grid costs n x G of them; bench/README.md says what it is in seconds).
 WOR_WORK_BUDGET: float = _TABLE["wor_work_budget"][0]
 #: Most bytes of the arrays one call allocates from a declared size (the module docstring).
 MAX_ALLOC_BYTES: int = LIMITS["max_alloc_bytes"]
+#: The same for "optimal", which refuses the rows it does not certify: 100 x WOR_WORK_BUDGET
+#: (kOptimalWorkBudget, verifiers/optimal_wor/budget.hpp; docs/guide/verifiers.md gives the share of
+#: held-out rows it certifies and the time per row).
+WOR_OPTIMAL_WORK_BUDGET: float = 100.0 * WOR_WORK_BUDGET
 
 
 def describe() -> dict[str, str]:

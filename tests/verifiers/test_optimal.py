@@ -382,7 +382,9 @@ def test_wor_large_support_certified_or_refused(shipped) -> None:
             assert kept < star - 1e-9, (r, kept, star)
             refused += 1
             continue
-        assert abs(got - star) <= 1e-9 and got == kept, (r, got, kept, star)
+        assert abs(got - star) <= 1e-9, (r, got, star)
+        if kept >= star - 1e-9:  # certified within sweep's smaller default budget too: the same plan
+            assert got == kept, (r, got, kept)
         certified += 1
     assert certified >= 10 and certified > refused, (certified, refused)
 
@@ -572,7 +574,7 @@ def test_wor_large_n_never_above_the_bound(n: int) -> None:
         p, q = rng.dirichlet(np.ones(200)), rng.dirichlet(np.ones(200))
         star = mf.optimal_acceptance(p, q, n, "wor")
         try:
-            got = mf.acceptance("optimal", p, q, n, scheme="wor")
+            got = mf.acceptance("optimal", p, q, n, scheme="wor", work_budget=mf.WOR_WORK_BUDGET)
         except ValueError as e:
             assert "refused rather than called optimal" in str(e)
             continue

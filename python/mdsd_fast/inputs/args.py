@@ -13,7 +13,6 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _core, limits
-from ..limits import WOR_WORK_BUDGET
 from .rules import as_array, check_threads
 
 #: The int64 range: what every integer array becomes, checked before the cast.
@@ -133,8 +132,10 @@ def _row_ids(row_ids: Any, count: int) -> NDArray[np.int64] | None:
 
 
 def _work_budget(work_budget: Any) -> float:
+    """The work budget for the C++ route; None -> 0.0, the verifier's own default ("sweep":
+    WOR_WORK_BUDGET, "optimal": WOR_OPTIMAL_WORK_BUDGET)."""
     if work_budget is None:
-        return WOR_WORK_BUDGET
+        return 0.0
     if isinstance(work_budget, (bool, np.bool_)) or not isinstance(work_budget, numbers.Real):
         raise TypeError(f"work_budget: expected a positive number of grid operations, got {type(work_budget).__name__}")
     b = float(work_budget)

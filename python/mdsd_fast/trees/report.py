@@ -28,6 +28,7 @@ from numpy.typing import NDArray
 from .._files import atomic_write
 from ..inputs.args import integer
 from ..inputs.rules import check_threads
+from ..limits import WOR_WORK_BUDGET
 from ..verifiers.registry import verifiers
 from ..verifiers.run import acceptance
 from ._nodes import DETERMINISTIC, node_verifier
@@ -221,10 +222,12 @@ def tree_report(
     :data:`TREE_REPORT_VERIFIERS`). ``limit``: at most this many trees per shape, in file order.
     ``threads``: C++ threads of every kernel and validation pass, the trees' own included (results
     do not depend on it). ``work_budget``: of the wor optimal
-    verifiers, as in ``acceptance``. A verifier that refuses a tree (its certificate fails, e.g.
+    verifiers, as in ``acceptance``, but by default ``WOR_WORK_BUDGET`` for "optimal" too (a bounded
+    time per node, as the gap report's sweep column). A verifier that refuses a tree (its certificate fails, e.g.
     "optimal" on a wor node over its work budget) leaves its row without a value (``refused`` > 0).
     """
     t0 = time.perf_counter()
+    work_budget = WOR_WORK_BUDGET if work_budget is None else work_budget
     if dataset is not None and model is not None:
         raise ValueError("model: give a dataset or a model's shipped sample, not both")
     ts = dataset if isinstance(dataset, TreeDataset) else load_trees(dataset, model=model)

@@ -208,7 +208,8 @@ class Optimal(Verifier):
       On supports small enough to enumerate (at most 12 tokens on each side of H*) the tight-set
       sweep lays them exactly: acceptance alpha*_wor. Larger rows take the full-vocabulary route
       (docs/theory/wor_route.md §15), which climbs a ladder of orders of the same race within a work budget
-      per row (``work_budget=``, default ``WOR_WORK_BUDGET``); its plan's acceptance is checked
+      per row (``work_budget=``, default ``limits.WOR_OPTIMAL_WORK_BUDGET``, 100x the bounded
+      ``WOR_WORK_BUDGET`` of "sweep"); its plan's acceptance is checked
       against alpha*_wor, and a row that falls short by more than 1e-9 raises ValueError saying
       which order got closest and whether the budget ran out (``sweep`` keeps such plans). The
       share certified at each budget, on shipped and held-out rows: bench/README.md.

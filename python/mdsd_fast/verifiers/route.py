@@ -29,6 +29,8 @@ def route_report(
     order whose plan was kept; ``best_order_name`` spells it), ``orders_run``, ``alpha_star``,
     ``alpha_plan`` (the plan's exact acceptance) and ``gap`` = alpha_star - alpha_plan. With
     "optimal" a row that is not certified raises ValueError instead, saying the same.
+    ``work_budget=None`` is the verifier's own default: ``WOR_WORK_BUDGET`` for "sweep" (a bounded
+    time per row), ``limits.WOR_OPTIMAL_WORK_BUDGET`` (100x) for "optimal".
     """
     if name not in ("optimal", "sweep"):
         raise ValueError(f"name: route_report describes 'optimal' or 'sweep', got {name!r}")

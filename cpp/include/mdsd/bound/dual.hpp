@@ -16,16 +16,18 @@
 #include "mdsd/core/order.hpp"
 #include "mdsd/core/scheme.hpp"
 #include "mdsd/bound/wor.hpp"
+#include "mdsd/bound/wor_stop.hpp"
 
 namespace mdsd {
 
 struct DualWorkspace {
     OrderWorkspace ows;
     std::vector<int32_t> order;
-    std::vector<double> lam, rest, lb_sufmin;
+    std::vector<double> lam, rest, lb_sufmin, stop_sufmin;
     WorExact3 ex3;
     WorRace race;
     race::ChordScan chords;  // the race route's scan (race/chord_scan.hpp)
+    bool wor_stop = true;    // n > 8: the chord scan's early stop (wor_stop.hpp); false for the tests
     TopSplit split;  // mixed schemes
     IidSelectWorkspace sel;
     std::vector<int32_t> sel_order;  // dual_prefix_ordered's selection (its order is not kept)
@@ -133,8 +135,13 @@ inline DualResult dual_prefix(const double* p, const double* q, int64_t V, int n
         const int64_t k_max = std::max<int64_t>(1, std::min<int64_t>(k_last, K - 1));
         ws.race.reset(n, ws.lam[k_max]);
         if (ws.chords.enabled) {
+            // n > 8 lays every token one by one (no tiny batch): a tighter bound stops the scan sooner
+            // (wor_stop.hpp); not where the caller checks that the argmin is isolated (argmin_margin).
+            const bool stop = ws.wor_stop && n > race::TinyBatch::kMaxN && ws.chords.argmin_margin < 0.0;
+            if (stop) wor_stop_bound(p, q, ord, K, n, ws.lam.data(), ws.stop_sufmin);
             const race::ChordScanResult r =
-                ws.chords.run(p, q, ord, K, n, ws.lam.data(), ws.lb_sufmin.data(), k_max, ws.race);
+                ws.chords.run(p, q, ord, K, n, ws.lam.data(), ws.lb_sufmin.data(), k_max, ws.race,
+                              stop ? ws.stop_sufmin.data() : nullptr, kWorStopMargin);
             if (!r.fallback) {
                 res.alpha = std::min(1.0, 1.0 + r.best);
                 res.k_star = r.k_best;

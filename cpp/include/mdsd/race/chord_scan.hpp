@@ -57,8 +57,12 @@ class ChordScan {
     // p, q: the row; ord: the ratio order of the support (K tokens); lam[k] = q(outside H_k);
     // lb_sufmin[k] = min_{j >= k} LB(j), LB(j) = P_j - S_j^n; race: reset for prefixes up to k_max
     // (its grid reaches 45 / lam[k_max]); every prefix in (k_max, K) has LB >= 0.
+    // stop_sufmin (optional), stop_margin: the scan also stops once stop_sufmin[a + 1] >= min(best, F(K)) +
+    // stop_margin (bound/wor_stop.hpp: a bound on F of every prefix after a but the whole support): the
+    // prefixes left cannot reach the minimum, nor tie with it.
     ChordScanResult run(const double* p, const double* q, const int32_t* ord, int64_t K, int n, const double* lam,
-                        const double* lb_sufmin, int64_t k_max, WorRace& race) {
+                        const double* lb_sufmin, int64_t k_max, WorRace& race, const double* stop_sufmin = nullptr,
+                        double stop_margin = 0.0) {
         n_ = n;
         lam_ = lam;
         race_ = &race;
@@ -88,8 +92,16 @@ class ChordScan {
         race.flush();
         save(0);
         int64_t run_len = kFirstRun;
+        // F(K) = P_K - 1, offered after the loop: the stop test may count it already (same sums, same bits).
+        double stop_floor = res_.best;
+        if (stop_sufmin) {
+            double PK = Pk_[k_max];
+            for (int64_t k = k_max; k < K; ++k) PK += p[ord[k]];
+            stop_floor = PK - 1.0;
+        }
         while (a < k_max && !res_.fallback) {
             if (lb_sufmin[a + 1] >= res_.best) break;  // F(j) >= LB(j) >= best for all j > a
+            if (stop_sufmin && stop_sufmin[a + 1] >= std::min(res_.best, stop_floor) + stop_margin) break;
             const int64_t b = std::min(k_max, a + run_len);
             for (int64_t k = a; k < b; ++k) race.add(qs_[k]);
             const double Qb = evaluate(b);

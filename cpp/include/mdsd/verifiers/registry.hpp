@@ -93,7 +93,12 @@ inline std::unique_ptr<RowBase> prepare_mixed(Kind kind, const double* p, const 
         throw std::invalid_argument("scheme: a mixed scheme top<m>+... needs 1 <= m < n, got m = " +
                                     std::to_string(scheme.m) + ", n = " + std::to_string(n));
     split.build(p, q, V, scheme.m, n - scheme.m, iid ? Scheme::Iid : Scheme::Wor);
-    auto inner = prepare_row(kind, split.p.data(), split.q.data(), V, n - scheme.m, scheme.rest, nullptr, wor_opt);
+    std::unique_ptr<RowBase> inner;
+    try {
+        inner = prepare_row(kind, split.p.data(), split.q.data(), V, n - scheme.m, scheme.rest, nullptr, wor_opt);
+    } catch (const wor::Refused& r) {  // said in the caller's scheme: top<m>+wor and its alpha* (pT + inner)
+        throw wor::Refused("top" + std::to_string(scheme.m) + "+wor", split.pT, r.alpha_star, r.alpha_plan, r.details);
+    }
     return std::make_unique<MixedRow>(p, q, V, n, scheme, std::move(split), std::move(inner));
 }
 

@@ -11,6 +11,7 @@
 // assumed; the policy says what a short row becomes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <stdexcept>
@@ -200,6 +201,25 @@ inline std::string fmt_g(double x) {
     return buf;
 }
 
+// A row "optimal" refuses (Policy::Strict): the plan's acceptance short of alpha*. The message names
+// the scheme the caller asked for and its alpha*: a mixed scheme top<m>+wor catches the refusal of
+// its inner wor row and restates it with its own numbers, lift + alpha (registry.hpp).
+struct Refused : std::domain_error {
+    double alpha_star, alpha_plan;
+    std::string details;  // the route's account, after the numbers
+    Refused(const std::string& scheme, double lift, double a_star, double a_plan, const std::string& why)
+        : std::domain_error(message(scheme, lift, a_star, a_plan, why)),
+          alpha_star(a_star),
+          alpha_plan(a_plan),
+          details(why) {}
+    static std::string message(const std::string& scheme, double lift, double a_star, double a_plan,
+                               const std::string& why) {
+        const double s = std::min(1.0, lift + a_star), a = std::min(1.0, lift + a_plan);
+        return "scheme: 'optimal' for '" + scheme + "' drafts reaches acceptance " + std::to_string(a) +
+               ", below alpha*_" + scheme + " = " + std::to_string(s) + " by " + fmt_g(s - a) + why;
+    }
+};
+
 struct OptimalWor {
     using Plan = wor::Plan;
 
@@ -224,7 +244,10 @@ struct OptimalWor {
             run_exact(pl, p, q, n, sup, ks);
             return pl;
         }
-        Budget budget{opt.work_budget};
+        const double limit = opt.work_budget > 0.0
+                                 ? opt.work_budget
+                                 : (policy == Policy::Strict ? kOptimalWorkBudget : kDefaultWorkBudget);
+        Budget budget{limit};
         const double run_floor = run_route(pl, p, q, n, sup, ks, opt, budget, 0, false);
         // A second run for the row (k_in tokens inner, prefix-event heads of `head` tokens, 0: the
         // default), kept if it accepts more.
@@ -245,17 +268,17 @@ struct OptimalWor {
         pl.route.out_of_budget = budget.exhausted() || budget.declined;
         // "optimal" means optimal: a row the route does not certify is refused under Strict.
         if (policy == Policy::Strict && short_of_alpha())
-            throw std::domain_error(
-                "scheme: 'optimal' for 'wor' drafts at this support size (" + std::to_string(ks) + " tokens in H*, " +
-                std::to_string(K - ks) + " outside) reaches acceptance " + std::to_string(pl.alpha_plan) +
-                ", below alpha*_wor = " + std::to_string(pl.alpha_star) + " by " +
-                fmt_g(pl.alpha_star - pl.alpha_plan) + "; closest inner order: " + order_name(pl.route.best_order) +
-                ", " + std::to_string(pl.route.orders_run) + " orders run, " +
-                (pl.route.out_of_budget ? "work budget spent or too small for the next order (" + fmt_g(budget.used) +
-                                              " of " + fmt_g(opt.work_budget) + " grid operations; raise work_budget=)"
-                                        : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
-                "; refused rather than called optimal ('sweep' keeps this lossless plan; docs/theory/wor_route.md "
-                "§15.3)");
+            throw Refused("wor", 0.0, pl.alpha_star, pl.alpha_plan,
+                          " (the without-replacement race at this support size: " + std::to_string(ks) +
+                              " tokens in H*, " + std::to_string(K - ks) +
+                              " outside); closest inner order: " + order_name(pl.route.best_order) + ", " +
+                              std::to_string(pl.route.orders_run) + " orders run, " +
+                              (pl.route.out_of_budget
+                                   ? "work budget spent or too small for the next order (" + fmt_g(budget.used) +
+                                         " of " + fmt_g(limit) + " grid operations; raise work_budget=)"
+                                   : "budget not spent (" + fmt_g(budget.used) + " grid operations)") +
+                              "; refused rather than called optimal ('sweep' keeps this lossless plan; "
+                              "docs/theory/wor_route.md §15.3)");
         return pl;
     }
 
