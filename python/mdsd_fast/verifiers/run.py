@@ -233,8 +233,9 @@ def acceptance(
     threads : threads (default: all cores); results do not depend on it.
     work_budget : "optimal" and "sweep" with scheme "wor" at full vocabulary: the work per row
         their route may spend looking for a plan at alpha*_wor, in grid operations (default
-        ``WOR_WORK_BUDGET``; bench/README.md says what it is in seconds). When it runs out the
-        best plan so far is kept ("sweep") or the row refused if it is not certified ("optimal").
+        ``WOR_WORK_BUDGET`` for "sweep", ``limits.WOR_OPTIMAL_WORK_BUDGET`` for "optimal";
+        bench/README.md says what they are in seconds). When it runs out the best plan so far is
+        kept ("sweep") or the row refused if it is not certified ("optimal").
         Results depend on it, never on the machine or the thread count.
     row_ids : for ``exact=False``: a stable integer id per row (B,), in [0, 2^31). Row r's random
         stream is keyed by (rng's seed, row_ids[r]) instead of its position r in the batch, so the
