@@ -19,6 +19,7 @@ import importlib
 import os
 import sys
 from types import ModuleType
+from typing import Any
 
 ENV = "MDSD_FAST_ISA"
 CHOICES = ("auto", "baseline", "avx2")
@@ -40,10 +41,10 @@ def builds() -> tuple[str, ...]:
 def cpu_has_avx2() -> bool:
     """Whether this CPU and OS run AVX2 code (False where this installation has no AVX2 build)."""
     try:
-        from . import _cpu  # type: ignore[attr-defined]
+        cpu: Any = importlib.import_module("mdsd_fast._cpu")
     except ImportError:
         return False
-    return bool(_cpu.has_avx2())
+    return bool(cpu.has_avx2())
 
 
 def load_core() -> ModuleType:

@@ -59,7 +59,8 @@ CALLS: dict[str, Callable[[int | None], Any]] = {
 @pytest.fixture
 def seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The ``threads`` of every call of the real ``_core.inputs.normalize_rows`` during the test, and of
-    ``_core.bound.dual_direct`` (dense alpha*: it validates each row in its own pass)."""
+    ``_core.bound.dual_direct`` (dense alpha*) and ``_core.verifiers.exact_closed`` (the closed forms),
+    which validate each row in their own pass."""
     calls: list[int] = []
     real = _core.inputs.normalize_rows
     real_direct = _core.bound.dual_direct
@@ -72,6 +73,13 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         calls.append(int(threads))
         return real_direct(p, q, n, scheme, wm, cert, threads, tol)
 
+    real_closed = _core.verifiers.exact_closed
+
+    def recording_closed(name: str, p: Any, q: Any, n: int, tol: float, threads: int, *rest: Any) -> Any:
+        calls.append(int(threads))
+        return real_closed(name, p, q, n, tol, threads, *rest)
+
+    monkeypatch.setattr(_core.verifiers, "exact_closed", recording_closed)
     monkeypatch.setattr(_core.inputs, "normalize_rows", recording)
     monkeypatch.setattr(_core.bound, "dual_direct", recording_direct)
     return calls
