@@ -12,13 +12,12 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _core
-from ..inputs.pairs import pair_rows, raw_batch, raw_rows
+from ..inputs.pairs import pair_rows, raw_pair
 from ..inputs.rules import (
     SCHEMES,
     SUM_TOL,
     check_bool,
     check_n,
-    check_pair_shapes,
     check_scheme,
     check_support,
     check_threads,
@@ -41,13 +40,7 @@ def _alpha_direct(
     tokens with q > 0 for the scheme: the validated route names the problem)."""
     if (type(p) is not np.ndarray and is_sparse(p)) or (type(q) is not np.ndarray and is_sparse(q)):
         return None
-    pr, qr = raw_rows("p", p), raw_rows("q", q)
-    check_pair_shapes(pr, qr)
-    batched = pr.ndim == 2 or qr.ndim == 2
-    if pr.ndim != qr.ndim or pr.dtype != qr.dtype:
-        pr, qr = raw_batch(pr, qr)
-    elif not batched:
-        pr, qr = pr[None], qr[None]  # views: one row is a batch of one
+    pr, qr, batched = raw_pair(p, q)
     alphas, certs, err = _core.bound.dual_direct(pr, qr, n, scheme, wor_method, certificate, threads, SUM_TOL)
     if err is not None:
         status, side, r, value = err

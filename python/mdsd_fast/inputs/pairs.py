@@ -19,7 +19,7 @@ from .logits import Logits
 from .rules import MAX_V, SUM_TOL, _as_float_array, _float_array, check_pair_shapes, raise_row_error
 from .sparse import SparseRows, is_sparse, sparse_rows, to_dense
 
-__all__ = ["as_distribution", "as_pair", "raw_rows", "raw_batch", "union_pair", "pair_rows"]
+__all__ = ["as_distribution", "as_pair", "raw_rows", "raw_batch", "raw_pair", "union_pair", "pair_rows"]
 
 
 #: The dtypes the C++ kernels read in place (native byte order).
@@ -50,6 +50,19 @@ def raw_batch(pr: NDArray[Any], qr: NDArray[Any]) -> tuple[NDArray[Any], NDArray
     B = pr.shape[0] if pr.ndim == 2 else (qr.shape[0] if qr.ndim == 2 else 1)
     V = pr.shape[-1]
     return np.ascontiguousarray(np.broadcast_to(pr, (B, V))), np.ascontiguousarray(np.broadcast_to(qr, (B, V)))
+
+
+def raw_pair(p: Any, q: Any) -> tuple[NDArray[Any], NDArray[Any], bool]:
+    """:func:`raw_rows`' p and q as (B, V) arrays of one float width, and whether the caller passed a
+    batch: views where they already are (a single row is a batch of one), else :func:`raw_batch`."""
+    pr, qr = raw_rows("p", p), raw_rows("q", q)
+    check_pair_shapes(pr, qr)
+    batched = pr.ndim == 2 or qr.ndim == 2
+    if pr.ndim != qr.ndim or pr.dtype != qr.dtype:
+        pr, qr = raw_batch(pr, qr)
+    elif not batched:
+        pr, qr = pr[None], qr[None]
+    return pr, qr, batched
 
 
 def _sampled(name: str, x: Any) -> Any:

@@ -42,8 +42,8 @@ from numpy.typing import ArrayLike, NDArray
 from .. import _core
 from ..bound.lp import DEFAULT_MAX_SETS, TooLargeError, solve_lp
 from ..inputs.args import MAX_SAMPLES, _row_ids, _samples, _seed, _threads, _work_budget
-from ..inputs.pairs import pair_rows, raw_batch, raw_rows
-from ..inputs.rules import SUM_TOL, check_bool, check_n, check_pair_shapes, check_support, raise_row_error
+from ..inputs.pairs import pair_rows, raw_pair
+from ..inputs.rules import SUM_TOL, check_bool, check_n, check_support, raise_row_error
 from ..inputs.sparse import is_sparse, sparse_vocab
 from ..limits import WOR_WORK_BUDGET
 from .table import VerifierFacts, lookup
@@ -262,13 +262,7 @@ def acceptance(
         v = lookup(name)
         nn = v.check_n(check_n(n))
         _work_budget(work_budget)  # unused here, but named when wrong, as on the plan route
-        pr, qr = raw_rows("p", p), raw_rows("q", q)
-        check_pair_shapes(pr, qr)
-        batched = pr.ndim == 2 or qr.ndim == 2
-        if pr.ndim != qr.ndim or pr.dtype != qr.dtype:
-            pr, qr = raw_batch(pr, qr)
-        elif not batched:
-            pr, qr = pr[None], qr[None]
+        pr, qr, batched = raw_pair(p, q)
         out = _closed(v, scheme, pr, qr, nn, threads, False)
         if out is not None:
             return out if batched else float(out[0])
