@@ -27,10 +27,11 @@ from numpy.typing import NDArray
 
 from .._files import atomic_write
 from ..inputs.args import integer
+from ..inputs.pairs import pair_rows
 from ..inputs.rules import check_threads
 from ..limits import WOR_WORK_BUDGET
 from ..verifiers.registry import verifiers
-from ..verifiers.run import acceptance
+from ..verifiers.run import _acceptance_rows
 from ._nodes import DETERMINISTIC, node_verifier
 from ._report_findings import _ci, t_quantile
 from .bound_drafted import drafted_bound
@@ -179,8 +180,10 @@ def _root_alpha(name: str, t: DraftTree, work_budget: float | None, threads: int
     n = int(t.draw_ptr[1] - t.draw_ptr[0])
     if t.scheme[0] == DETERMINISTIC:
         return float(t.p[0, t.draft_tokens(0)].sum())
-    a = acceptance(name, t.p[0], t.q[0], n, scheme=t.scheme[0], work_budget=work_budget, threads=threads)  # type: ignore[arg-type]
-    return float(a)
+    # the gap report's route (the plans' bits for rrs and kseq): the two reports agree to the bit
+    p2, q2, _, _ = pair_rows(t.p[0], t.q[0])
+    a = _acceptance_rows(name, p2, q2, n, exact=True, scheme=t.scheme[0], work_budget=work_budget, threads=threads)
+    return float(a[0])
 
 
 def _root_uncut(
