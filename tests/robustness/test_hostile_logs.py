@@ -24,6 +24,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+import mdsd_fast
+
 pa = pytest.importorskip("pyarrow")
 pq = pytest.importorskip("pyarrow.parquet")
 
@@ -33,7 +35,9 @@ from mdsd_fast.logs.convert import from_openai_jsonl  # noqa: E402
 from mdsd_fast.report.gap import ReportConfig  # noqa: E402
 from mdsd_fast.report.logs import log_report  # noqa: E402
 
-PY = Path(__file__).resolve().parents[2] / "python"
+#: Where the imported mdsd_fast lives (an install's site-packages, or an in-place build's python/),
+#: for the child processes.
+PY = Path(mdsd_fast.__file__).resolve().parents[1]
 CFG = ReportConfig(schemes=("iid",), ns=(2,), verifiers=("sd",))
 
 

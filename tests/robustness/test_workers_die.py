@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-PY = Path(__file__).resolve().parents[2] / "python"
+import mdsd_fast
+
+#: Where the imported mdsd_fast lives (an install's site-packages, or an in-place build's python/),
+#: for the child processes.
+PY = Path(mdsd_fast.__file__).resolve().parents[1]
 
 CHILD = """
 import os, sys, time

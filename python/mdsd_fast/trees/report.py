@@ -181,7 +181,7 @@ def _root_alpha(name: str, t: DraftTree, work_budget: float | None, threads: int
     if t.scheme[0] == DETERMINISTIC:
         return float(t.p[0, t.draft_tokens(0)].sum())
     # the gap report's route (the plans' bits for rrs and kseq): the two reports agree to the bit
-    p2, q2, _, _ = pair_rows(t.p[0], t.q[0])
+    p2, q2, _, _ = pair_rows(t.p[0], t.q[0], threads=check_threads(threads))
     a = _acceptance_rows(name, p2, q2, n, exact=True, scheme=t.scheme[0], work_budget=work_budget, threads=threads)
     return float(a[0])
 
