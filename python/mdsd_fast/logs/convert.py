@@ -61,8 +61,9 @@ def _logprob(entry: dict[str, Any], where: str) -> float:
     return min(float(lp), 0.0)
 
 
-def _positions(path: Path) -> Iterator[tuple[int, int, str, str, list[Any]]]:
-    """(line number, choice index, record id, model, logprobs.content) of every choice in a JSONL file."""
+def _records(path: Path) -> Iterator[tuple[int, dict[str, Any], list[Any]]]:
+    """(line number, record, its ``choices``) of every non-blank line of an OpenAI-style JSONL
+    file; any line that is not such a response is a ValueError naming ``file:line``."""
     with open(path, "rb") as fh:
         for ln, raw in enumerate(fh, 1):
             try:
@@ -82,11 +83,17 @@ def _positions(path: Path) -> Iterator[tuple[int, int, str, str, list[Any]]]:
             choices = rec.get("choices") if isinstance(rec, dict) else None
             if not isinstance(choices, list) or not choices:
                 raise ValueError(f"{path}:{ln}: no 'choices' list")
-            for c, ch in enumerate(choices):
-                content = ((ch or {}).get("logprobs") or {}).get("content") if isinstance(ch, dict) else None
-                if not isinstance(content, list):
-                    raise ValueError(f"{path}:{ln}: choice {c} has no logprobs.content list (request logprobs)")
-                yield ln, c, str(rec.get("id", f"line{ln}")), str(rec.get("model", "")), content
+            yield ln, rec, choices
+
+
+def _positions(path: Path) -> Iterator[tuple[int, int, str, str, list[Any]]]:
+    """(line number, choice index, record id, model, logprobs.content) of every choice in a JSONL file."""
+    for ln, rec, choices in _records(path):
+        for c, ch in enumerate(choices):
+            content = ((ch or {}).get("logprobs") or {}).get("content") if isinstance(ch, dict) else None
+            if not isinstance(content, list):
+                raise ValueError(f"{path}:{ln}: choice {c} has no logprobs.content list (request logprobs)")
+            yield ln, c, str(rec.get("id", f"line{ln}")), str(rec.get("model", "")), content
 
 
 def _logged(pos: dict[str, Any], where: str, vocab: _Vocab) -> tuple[bytes, dict[int, float]]:

@@ -5,7 +5,6 @@ bytes, as ``mdsd-fast convert`` assigns them."""
 
 from __future__ import annotations
 
-import json
 import math
 import os
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..logs.convert import ZERO_LOGPROB, _logprob, _token_key
+from ..logs.convert import ZERO_LOGPROB, _logprob, _records, _token_key
 from .read import _temperature
 
 __all__ = ["to_log"]
@@ -40,40 +39,30 @@ def to_log(
     vocab: dict[bytes, int] = {}
     rows: list[tuple[dict[int, float], int, dict[str, Any]]] = []
     with LogWriter(out_dir, vocab_size, rows_per_shard=rows_per_shard, info=dict(source="served-jsonl")) as w:
-        with open(src, encoding="utf-8") as fh:
-            for ln, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise ValueError(f"{src}:{ln}: not JSON ({exc.msg})") from None
-                choices = rec.get("choices") if isinstance(rec, dict) else None
-                if not isinstance(choices, list) or not choices:
-                    raise ValueError(f"{src}:{ln}: no 'choices' list")
-                temp = _temperature(rec)
-                rid = str(rec.get("id", f"line{ln}"))
-                for c, ch in enumerate(choices):
-                    lp = ch.get("logprobs") if isinstance(ch, dict) else None
-                    content = lp.get("content") if isinstance(lp, dict) else None
-                    if not isinstance(content, list):
-                        raise ValueError(f"{src}:{ln}: choice {c} has no logprobs.content list")
-                    for j, pos in enumerate(content):
-                        where = f"{src}:{ln}: choice {c} position {j}"
-                        tops = pos.get("top_logprobs") if isinstance(pos, dict) else None
-                        if not isinstance(tops, list) or not tops:
-                            raise ValueError(f"{where}: no top_logprobs (a log row needs at least one)")
-                        logged: dict[int, float] = {}
-                        for i, e in enumerate(tops):
-                            k = vocab.setdefault(_token_key(e, where, i), len(vocab))
-                            v = _logprob(e, where)
-                            logged[k] = logged.get(k, 0.0) + (0.0 if v <= ZERO_LOGPROB else math.exp(v))
-                        emitted = vocab.setdefault(_token_key(pos, where), len(vocab))
-                        meta = dict(prompt_id=rid if c == 0 else f"{rid}/{c}", position=j, temperature=temp)
-                        meta["model"] = str(rec.get("model", ""))
-                        rows.append((logged, emitted, meta))
-                        if len(rows) >= BLOCK:
-                            _flush(w, rows, len(vocab))
+        for ln, rec, choices in _records(src):  # the converter's reader: file:line on any bad line
+            temp = _temperature(rec)
+            rid = str(rec.get("id", f"line{ln}"))
+            for c, ch in enumerate(choices):
+                lp = ch.get("logprobs") if isinstance(ch, dict) else None
+                content = lp.get("content") if isinstance(lp, dict) else None
+                if not isinstance(content, list):
+                    raise ValueError(f"{src}:{ln}: choice {c} has no logprobs.content list")
+                for j, pos in enumerate(content):
+                    where = f"{src}:{ln}: choice {c} position {j}"
+                    tops = pos.get("top_logprobs") if isinstance(pos, dict) else None
+                    if not isinstance(tops, list) or not tops:
+                        raise ValueError(f"{where}: no top_logprobs (a log row needs at least one)")
+                    logged: dict[int, float] = {}
+                    for i, e in enumerate(tops):
+                        k = vocab.setdefault(_token_key(e, where, i), len(vocab))
+                        v = _logprob(e, where)
+                        logged[k] = logged.get(k, 0.0) + (0.0 if v <= ZERO_LOGPROB else math.exp(v))
+                    emitted = vocab.setdefault(_token_key(pos, where), len(vocab))
+                    meta = dict(prompt_id=rid if c == 0 else f"{rid}/{c}", position=j, temperature=temp)
+                    meta["model"] = str(rec.get("model", ""))
+                    rows.append((logged, emitted, meta))
+                    if len(rows) >= BLOCK:
+                        _flush(w, rows, len(vocab))
         _flush(w, rows, len(vocab))
     return Path(out_dir)
 
