@@ -64,8 +64,8 @@ _load_core()  # the build of the core this CPU runs best becomes mdsd_fast._core
 
 from . import _core, limits
 from ._version import __version__
-from .bound import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, optimal_acceptance, solve_lp
-from .inputs import Logits, TopK
+from .bound import optimal_acceptance
+from .inputs.args import TooLargeError
 from .verifiers import (
     EXACT_BUDGET,
     WOR_WORK_BUDGET,
@@ -78,8 +78,16 @@ from .verifiers import (
     verify,
 )
 
-# Loaded on first use (PEP 562), so that `import mdsd_fast` costs little more than numpy: the trees, the audit, the engines' kernels, the datasets and the bounds from truncated logs.
+# Loaded on first use (PEP 562), so that `import mdsd_fast` costs little more than numpy: the flow LP, the
+# logits and sparse inputs, the trees, the audit, the engines' kernels, the datasets and the bounds from
+# truncated logs.
 _LAZY: dict[str, tuple[str, str | None]] = {
+    "solve_lp": ("bound.lp", "solve_lp"),
+    "LPResult": ("bound.lp", "LPResult"),
+    "SolverError": ("bound.lp", "SolverError"),
+    "DEFAULT_MAX_SETS": ("bound.lp", "DEFAULT_MAX_SETS"),
+    "Logits": ("inputs.logits", "Logits"),
+    "TopK": ("inputs.sparse", "TopK"),
     "LMDataset": ("data", "LMDataset"),
     "load_dataset": ("data", "load_dataset"),
     "from_arrays": ("data", "from_arrays"),
@@ -118,8 +126,11 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # what the lazy names are, for type checkers and IDEs
     from . import constraints, engines, lossy, sparse, trees
     from .audit import AuditResult, audit
+    from .bound.lp import DEFAULT_MAX_SETS, LPResult, SolverError, solve_lp
     from .data import LMDataset, from_arrays, load_dataset
     from .engines import TreeVerification, rejection_sample, tree_speculative_sampling
+    from .inputs.logits import Logits
+    from .inputs.sparse import TopK
     from .intervals import acceptance_bounds
     from .served import ServedCheck, check_served
 

@@ -7,7 +7,29 @@ certificate and optimal flow.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .alpha import optimal_acceptance
-from .lp import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, solve_lp
+
+# The LP's names load with it, on first use (PEP 562): alpha* by the dual kernels does not need it.
+_LP = ("solve_lp", "LPResult", "SolverError", "TooLargeError", "DEFAULT_MAX_SETS")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LP:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import lp
+
+    value = getattr(lp, name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LP))
+
+
+if TYPE_CHECKING:
+    from .lp import DEFAULT_MAX_SETS, LPResult, SolverError, TooLargeError, solve_lp
 
 __all__ = ["optimal_acceptance", "solve_lp", "LPResult", "SolverError", "TooLargeError", "DEFAULT_MAX_SETS"]

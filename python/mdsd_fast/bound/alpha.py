@@ -12,6 +12,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _core
+from ..inputs.kinds import is_sparse
 from ..inputs.pairs import pair_rows, raw_pair
 from ..inputs.rules import (
     SCHEMES,
@@ -24,8 +25,6 @@ from ..inputs.rules import (
     mixed_parts,
     raise_row_error,
 )
-from ..inputs.sparse import is_sparse
-from .lp import solve_lp
 
 __all__ = ["optimal_acceptance"]
 
@@ -148,6 +147,8 @@ def optimal_acceptance(
     check_support("q", q2, n, scheme)
 
     if method == "lp":
+        from .lp import solve_lp  # HiGHS's LP loads on first use
+
         alphas = np.empty(B)
         certs: list[NDArray[np.int64]] = []
         for r in range(B):

@@ -17,6 +17,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _core
+from ..inputs.args import TooLargeError
 from ..inputs.pairs import as_distribution, union_pair
 from ..inputs.rules import (
     LP_SCHEMES,
@@ -39,10 +40,6 @@ DEFAULT_MAX_SETS = 2_000_000
 
 #: An LP whose flow value and cut value differ by more than this is refused.
 LP_GAP_TOL = 1e-8
-
-
-TooLargeError = _core.bound.TooLargeError
-TooLargeError.__doc__ = "The enumeration would exceed max_sets (a ValueError). The message gives the size needed."
 
 
 class SolverError(RuntimeError):

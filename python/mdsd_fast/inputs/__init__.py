@@ -10,7 +10,28 @@
 
 from __future__ import annotations
 
-from .logits import Logits, pair, probabilities
-from .sparse import TopK
+from typing import TYPE_CHECKING, Any
+
+# Loaded on first use (PEP 562): a call on dense arrays needs neither module.
+_LAZY = {"Logits": "logits", "pair": "logits", "probabilities": "logits", "TopK": "sparse"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
+if TYPE_CHECKING:
+    from .logits import Logits, pair, probabilities
+    from .sparse import TopK
 
 __all__ = ["Logits", "TopK", "pair", "probabilities"]

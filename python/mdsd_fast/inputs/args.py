@@ -18,6 +18,9 @@ from .rules import as_array, check_threads
 #: The int64 range: what every integer array becomes, checked before the cast.
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
+TooLargeError = _core.bound.TooLargeError
+TooLargeError.__doc__ = "The enumeration would exceed max_sets (a ValueError). The message gives the size needed."
+
 
 def integer(name: str, value: Any, lo: int | None = None, hi: int | None = None) -> int:
     """``value`` as a Python int: a Python or NumPy integer of any dtype (unsigned included; bool and
@@ -77,7 +80,7 @@ def check_alloc(name: str, size: int, what: str) -> None:
     the size it would need). The limit is read at call time, so a caller may raise it."""
     limit = int(limits.MAX_ALLOC_BYTES)
     if size > limit:
-        raise _core.bound.TooLargeError(
+        raise TooLargeError(
             f"{name}: {what} would need {_size(size)}, above the limit of {_size(limit)} "
             "(mdsd_fast.limits.MAX_ALLOC_BYTES)"
         )

@@ -8,16 +8,18 @@ here turn any of them into the float64 rows the C++ core reads, with the rules o
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from .. import _core
 from .args import check_alloc, nbytes
-from .logits import Logits
+from .kinds import is_logits, is_sparse
 from .rules import MAX_V, SUM_TOL, _as_float_array, _float_array, check_pair_shapes, raise_row_error
-from .sparse import SparseRows, is_sparse, sparse_rows, to_dense
+
+if TYPE_CHECKING:
+    from .sparse import SparseRows
 
 __all__ = ["as_distribution", "as_pair", "raw_rows", "raw_batch", "raw_pair", "union_pair", "pair_rows"]
 
@@ -70,9 +72,13 @@ def _sampled(name: str, x: Any) -> Any:
     input (``mdsd_fast.sparse``) a dense array; anything else passes through unchanged."""
     if type(x) is np.ndarray:
         return x
-    if isinstance(x, Logits):
+    if is_logits(x):
         return x.probabilities()
-    return to_dense(name, x) if is_sparse(x) else x
+    if is_sparse(x):
+        from .sparse import to_dense  # on first sparse input: dense calls do not load it
+
+        return to_dense(name, x)
+    return x
 
 
 def as_distribution(name: str, x: Any, *, ndim: tuple[int, ...] = (1, 2), threads: int = 0) -> NDArray[np.float64]:
@@ -112,6 +118,8 @@ def as_pair(p: Any, q: Any, *, threads: int = 0) -> tuple[NDArray[np.float64], N
 
 def _as_rows(name: str, x: Any, threads: int) -> SparseRows:
     """Sparse rows of any input: dense arrays are validated by the dense rules (on ``threads``), then read sparse."""
+    from .sparse import SparseRows, sparse_rows
+
     if is_sparse(x):
         return sparse_rows(name, x)
     d = as_distribution(name, x, threads=threads)

@@ -31,6 +31,7 @@ from numpy.typing import NDArray
 
 from .. import _core
 from .args import check_alloc, int_array, integer, nbytes
+from .kinds import is_sparse
 from .rules import MAX_V, SUM_TOL, as_array
 
 __all__ = ["TopK", "is_sparse", "SparseRows", "sparse_rows", "sparse_vocab", "to_dense"]
@@ -46,11 +47,6 @@ class TopK:
     values: Any
     vocab_size: int
     logprobs: bool = False
-
-
-def is_sparse(x: Any) -> bool:
-    """A :class:`TopK` or a scipy.sparse matrix / array."""
-    return isinstance(x, TopK) or (type(x).__module__.startswith("scipy.sparse") and hasattr(x, "tocsr"))
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ from numpy.typing import ArrayLike, NDArray
 
 from .. import _core
 from ..inputs.args import _drafts, _row_ids, _seed, _threads, _work_budget
+from ..inputs.kinds import is_sparse
 from ..inputs.pairs import raw_batch, raw_rows
 from ..inputs.rules import SUM_TOL, check_n, check_pair_shapes, raise_row_error
-from ..inputs.sparse import is_sparse, sparse_vocab
 from .run import VerifierName, _prepare_ids
 from .table import lookup
 
@@ -171,7 +171,12 @@ def _verify_planned(
     ones are tested against (their reference, kept reachable), and the route of every case they
     do not serve. ``d``: the output of ``_drafts``."""
     batch, batched, col_ids = _prepare_ids(name, p, q, d.shape[-1], scheme, threads, work_budget)
-    V = batch.V if col_ids is None else sparse_vocab(p, q)
+    if col_ids is None:
+        V = batch.V
+    else:
+        from ..inputs.sparse import sparse_vocab  # sparse input: its module is loaded already
+
+        V = sparse_vocab(p, q)
     _check_range(d, V)
     d = np.ascontiguousarray(d, dtype=np.int64)
     d2 = d if d.ndim == 2 else d[None, :]

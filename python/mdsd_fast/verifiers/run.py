@@ -40,11 +40,10 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _core
-from ..bound.lp import DEFAULT_MAX_SETS, TooLargeError, solve_lp
-from ..inputs.args import MAX_SAMPLES, _row_ids, _samples, _seed, _threads, _work_budget
+from ..inputs.args import MAX_SAMPLES, TooLargeError, _row_ids, _samples, _seed, _threads, _work_budget
+from ..inputs.kinds import is_sparse
 from ..inputs.pairs import pair_rows, raw_pair
 from ..inputs.rules import SUM_TOL, check_bool, check_n, check_support, raise_row_error
-from ..inputs.sparse import is_sparse, sparse_vocab
 from ..limits import WOR_WORK_BUDGET
 from .table import VerifierFacts, lookup
 
@@ -119,6 +118,8 @@ def _prepare_rows(
     check_support("q", q2, n, "greedy" if sch == "spechub" else sch)
     lp = None
     if v.name == "optimal-lp":
+        from ..bound.lp import DEFAULT_MAX_SETS, solve_lp  # HiGHS's LP loads on first use
+
         lp = []
         for r in range(B):
             try:
@@ -259,6 +260,8 @@ def acceptance(
         nn = v.check_n(check_n(n))
         _work_budget(work_budget)
         p2, q2, batched, col_ids = pair_rows(p, q, threads=_threads(threads))
+        from ..inputs.sparse import sparse_vocab  # loaded by pair_rows' sparse route already
+
         out = _closed(v, scheme, p2, q2, nn, threads, True, col_ids, sparse_vocab(p, q))
         if out is not None:
             return out if batched else float(out[0])
