@@ -85,11 +85,14 @@ def test_every_name_of_the_face_resolves_in_a_fresh_interpreter() -> None:
         "names = {n: type(getattr(mf, n)).__name__ for n in mf.__all__}\n"
         "subs = {m.__name__: [n for n in m.__all__ if getattr(m, n) is None] for m in (b, i)}\n"
         "missing = [n for n in mf.__all__ if n not in dir(mf)]\n"
-        "print(json.dumps({'names': names, 'subs': subs, 'missing': missing}))"
+        "mods = [mf.bound.lp.__name__, mf.inputs.logits.__name__, mf.inputs.sparse.__name__]\n"
+        "print(json.dumps({'names': names, 'subs': subs, 'missing': missing, 'mods': mods}))"
     )
     assert sorted(got["names"]) == sorted(mf.__all__)
     assert got["subs"] == {"mdsd_fast.bound": [], "mdsd_fast.inputs": []}
     assert got["missing"] == []
+    # the deferred submodules are attributes of their packages, as when they loaded eagerly
+    assert got["mods"] == ["mdsd_fast.bound.lp", "mdsd_fast.inputs.logits", "mdsd_fast.inputs.sparse"]
 
 
 def test_lazy_names_are_the_defining_modules_objects() -> None:

@@ -11,22 +11,23 @@ from typing import TYPE_CHECKING, Any
 
 from .alpha import optimal_acceptance
 
-# The LP's names load with it, on first use (PEP 562): alpha* by the dual kernels does not need it.
+# The LP module and its names load on first use (PEP 562): alpha* by the dual kernels does not need it.
 _LP = ("solve_lp", "LPResult", "SolverError", "TooLargeError", "DEFAULT_MAX_SETS")
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LP:
+    if name not in (*_LP, "lp"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import lp
+    import importlib
 
-    value = getattr(lp, name)
+    lp = importlib.import_module(f"{__name__}.lp")
+    value = lp if name == "lp" else getattr(lp, name)
     globals()[name] = value  # later lookups skip this hook
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LP))
+    return sorted(set(globals()) | set(_LP) | {"lp"})
 
 
 if TYPE_CHECKING:

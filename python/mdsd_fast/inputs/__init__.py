@@ -13,21 +13,23 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 # Loaded on first use (PEP 562): a call on dense arrays needs neither module.
+_MODULES = ("logits", "sparse")
 _LAZY = {"Logits": "logits", "pair": "logits", "probabilities": "logits", "TopK": "sparse"}
 
 
 def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
+    if name not in _LAZY and name not in _MODULES:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+    mod = importlib.import_module(f"{__name__}.{_LAZY.get(name, name)}")
+    value = mod if name in _MODULES else getattr(mod, name)
     globals()[name] = value  # later lookups skip this hook
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_MODULES))
 
 
 if TYPE_CHECKING:
