@@ -14,21 +14,18 @@ from typing import Any
 
 __all__ = ["is_logits", "is_sparse"]
 
-
-def _loaded(module: str, name: str) -> Any:
-    """Class ``name`` of ``mdsd_fast.inputs.<module>`` if that module has been imported, else None."""
-    return getattr(sys.modules.get(f"{__package__}.{module}"), name, None)
+_LOGITS = f"{__package__}.logits"
+_SPARSE = f"{__package__}.sparse"
 
 
 def is_logits(x: Any) -> bool:
     """A :class:`~mdsd_fast.Logits` (logits plus an engine's sampling settings)."""
-    cls = _loaded("logits", "Logits")
-    return cls is not None and isinstance(x, cls)
+    # isinstance of () is False: the module not loaded (or not yet holding the class)
+    return isinstance(x, getattr(sys.modules.get(_LOGITS), "Logits", ()))
 
 
 def is_sparse(x: Any) -> bool:
     """A :class:`TopK` or a scipy.sparse matrix / array."""
-    cls = _loaded("sparse", "TopK")
-    return (cls is not None and isinstance(x, cls)) or (
+    return isinstance(x, getattr(sys.modules.get(_SPARSE), "TopK", ())) or (
         type(x).__module__.startswith("scipy.sparse") and hasattr(x, "tocsr")
     )
