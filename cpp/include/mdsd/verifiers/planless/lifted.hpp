@@ -11,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -57,10 +58,12 @@ struct LiftedRow {
     bool refused = false;
 };
 
-// The exact acceptance of `s` with n drafts on the normalised row p, q. With `raise`, a row above
-// the budget throws RrsWor's TooLarge (the plan route's message) instead of being marked refused.
+// The exact acceptance of `s` with n drafts on the normalised row p, q. A row above the budget is
+// marked refused and sets `stop`: once set, no row runs the recursion (the call will raise), but
+// each still checks its cost, so that the first refused row is found. With `raise`, a row above
+// the budget throws RrsWor's TooLarge (the plan route's message) instead.
 inline void lifted_row(const Lifted& s, const double* p, const double* q, int64_t V, int n, double budget,
-                       LiftScratch& ws, LiftedRow& out, bool raise = false) {
+                       LiftScratch& ws, LiftedRow& out, std::atomic<bool>& stop, bool raise = false) {
     // n distinct draws, or the top m plus a draw; T as TopSplit::build picks it (top_small's scan)
     const int need = s.wor() ? n : s.m + 1;
     int64_t support = 0;
@@ -80,8 +83,10 @@ inline void lifted_row(const Lifted& s, const double* p, const double* q, int64_
         ws.wor.build(ip, iq, V, ni);
         if (!raise && ws.wor.cost() > budget) {
             out.refused = true;
+            stop.store(true, std::memory_order_relaxed);
             return;
         }
+        if (!raise && stop.load(std::memory_order_relaxed)) return;
         inner = ws.wor.exact(budget);
     } else {
         int64_t unused = 0;
@@ -130,11 +135,12 @@ template <class T>
 void lifted_rows(const Lifted& s, const T* pp, const T* qq, int64_t B, int64_t V, int n, double tol, bool prepared,
                  const int64_t* ids, int64_t vocab, double budget, int threads, std::vector<RowCheck>& rchk,
                  std::vector<LiftedRow>& rows) {
+    std::atomic<bool> stop{false};
     parallel_rows<LiftScratch>(B, threads, [&](int64_t i, LiftScratch& ws) {
         const double *p = nullptr, *q = nullptr;
         int64_t len = 0;
         if (!lifted_input(pp, qq, i, V, tol, prepared, ids, vocab, ws.closed.row, rchk[i], p, q, len)) return;
-        lifted_row(s, p, q, len, n, budget, ws, rows[i]);
+        lifted_row(s, p, q, len, n, budget, ws, rows[i], stop);
     });
 }
 
@@ -147,8 +153,9 @@ void lifted_refuse(const Lifted& s, const T* pp, const T* qq, int64_t i, int64_t
     const double *p = nullptr, *q = nullptr;
     int64_t len = 0;
     LiftedRow out;
+    std::atomic<bool> stop{false};
     if (lifted_input(pp, qq, i, V, tol, prepared, ids, vocab, ws.closed.row, chk, p, q, len))
-        lifted_row(s, p, q, len, n, budget, ws, out, true);
+        lifted_row(s, p, q, len, n, budget, ws, out, stop, true);
     throw std::logic_error("lifted_refuse: row " + std::to_string(i) + " is within the budget");
 }
 
