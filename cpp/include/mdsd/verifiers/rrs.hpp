@@ -134,9 +134,15 @@ struct RrsWor {
     // The state after rejecting x; `drafted` holds the m tokens drafted so far, x included.
     template <class Pl>
     static State next(const Pl& pl, const State& s, int32_t x, const int32_t* drafted, int m) {
+        const double T = s.T + s.M / s.rest;
+        return next(pl, s, T, pl.tab.mass(T), x, drafted, m);
+    }
+    // As above, given the next threshold T = s.T + s.M / s.rest and M = mass(T), which do not depend on x.
+    template <class Pl>
+    static State next(const Pl& pl, const State& s, double T, double M, int32_t x, const int32_t* drafted, int m) {
         State r;
-        r.T = s.T + s.M / s.rest;
-        r.M = pl.tab.mass(r.T);
+        r.T = T;
+        r.M = M;
         r.rest = s.rest - pl.q[x];
         if (r.rest < 1e-9 * pl.qsum) {  // cancellation: sum what is left directly
             r.rest = 0.0;
@@ -187,7 +193,7 @@ struct RrsWor {
             const double w = pl.q[x] / s.rest - std::max(0.0, pl.p[x] - s.T * pl.q[x]) / s.M;
             if (!(w > 0.0)) continue;
             drafted.push_back(x);
-            sum += w * rec(pl, next(pl, s, x, drafted.data(), m + 1), left - 1, drafted);
+            sum += w * rec(pl, next(pl, s, Tn, Mn, x, drafted.data(), m + 1), left - 1, drafted);
             drafted.pop_back();
         }
         return beta + sum;
