@@ -79,9 +79,19 @@ def test_rrs_wor_on_llm_like_and_shipped_rows_gives_the_plans_bits() -> None:
 
 
 def test_rrs_wor_with_one_draft_is_sd() -> None:
-    P, Q = _rows(3, 20, 50)
-    np.testing.assert_array_equal(mf.acceptance("rrs-wor", P, Q, 1), mf.acceptance("sd", P, Q, 1))
-    np.testing.assert_allclose(mf.acceptance("rrs-wor", P, Q, 1), _plan("rrs-wor", P, Q, 1, "wor"), rtol=0, atol=2e-15)
+    """n = 1: sd's closed form answers the public call; it and the plan (1 - M(T_1) / M_0 from the
+    ratio table) are both within rounding of the exact rational value on the same float64 rows."""
+    P, Q = _rows(3, 4, 2000)
+    got = mf.acceptance("rrs-wor", P, Q, 1)
+    np.testing.assert_array_equal(got, mf.acceptance("sd", P, Q, 1))
+    plan = _plan("rrs-wor", P, Q, 1, "wor")
+    P2, Q2, _ = as_pair(P, Q)
+    for r in range(len(P)):
+        p, q = [Fraction(x) for x in P2[r]], [Fraction(x) for x in Q2[r]]
+        M0 = sum(p)
+        T1 = M0 / sum(q)
+        exact = float(1 - sum(max(a - T1 * b, Fraction(0)) for a, b in zip(p, q, strict=True)) / M0)
+        assert abs(got[r] - exact) <= 1e-14 and abs(plan[r] - exact) <= 1e-14, (r, got[r], plan[r], exact)
 
 
 def _split(p: list[Fraction], q: list[Fraction], m: int) -> tuple[Fraction, list[Fraction], list[Fraction]]:
@@ -190,5 +200,10 @@ def test_sparse_rows_threads_and_the_callers_arrays() -> None:
         np.testing.assert_array_equal(mf.acceptance(name, P, Q, n, scheme=scheme, threads=3), dense)
         np.testing.assert_array_equal(mf.acceptance(name, sp.csr_array(P), sp.csr_array(Q), n, scheme=scheme), dense)
         assert mf.acceptance(name, P[4], Q[4], n, scheme=scheme) == dense[4]
+        P32, Q32 = P.astype(np.float32), Q.astype(np.float32)  # widening is exact: the float64 rows' result
+        np.testing.assert_array_equal(
+            mf.acceptance(name, P32, Q32, n, scheme=scheme),
+            mf.acceptance(name, P32.astype(np.float64), Q32.astype(np.float64), n, scheme=scheme),
+        )
     np.testing.assert_array_equal(P, P0)
     np.testing.assert_array_equal(Q, Q0)
