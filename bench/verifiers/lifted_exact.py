@@ -17,7 +17,8 @@ of the row per node (no sort) costs at least (nodes of the recursion) x (one sca
 from the closed form of "rrs" on the same rows (n = 9 minus n = 1 drafts: 8 scans); the route
 built instead sorts once and answers each M(T) by a binary search, with the plans' bits.
 
-Times are the calling thread's CPU time (time.thread_time), best of --repeats rounds.
+Times are the calling thread's CPU time (time.thread_time) of a call after an untimed one, best of
+--repeats rounds.
 """
 
 from __future__ import annotations
@@ -76,6 +77,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", default="")
+    ap.add_argument(
+        "--before", default="", help="this script's --out from a build before the plan-free route (its 'now' column)"
+    )
     a = ap.parse_args()
     P49, Q49 = engine_rows(32, 49_152)
     P1k, Q1k = engine_rows(256, 1_000)
@@ -113,6 +117,7 @@ def main() -> int:
         for i, (rows, name, n, scheme) in enumerate(cases):
             P, Q = sets[rows]
             for route, f in (("plan", plan_route), ("planless", now)):
+                f(name, P, Q, n, scheme)  # warm: the previous case's memory freed, caches filled
                 t = cpu(lambda f=f: f(name, P, Q, n, scheme))
                 best[i, route] = min(best.get((i, route), np.inf), t)
     scan: dict[str, float] = {}  # one M(T) scan of a row, from rrs's closed form
@@ -121,6 +126,11 @@ def main() -> int:
         t1 = min(cpu(lambda: mf.acceptance("rrs", P, Q, 1, threads=1)) for _ in range(a.repeats))
         t9 = min(cpu(lambda: mf.acceptance("rrs", P, Q, 9, threads=1)) for _ in range(a.repeats))
         scan[rows] = max(t9 - t1, 0.0) / 8 / len(P)
+    scan["16 tokens with q > 0, V=49,152"] = scan["engine V=49,152"]  # a scan's cost depends on V only
+    before = {}
+    if a.before:  # the public call before: that build's mf.acceptance, per case
+        for c in json.loads(Path(a.before).read_text())["cases"]:
+            before[c["rows"], c["verifier"], c["n"], c["scheme"]] = c["planless_us_per_row"]
     out = []
     print(f"{'rows':32} {'verifier':8} {'n':>2} {'scheme':9} {'plan rows/s':>12} {'now rows/s':>12} {'x':>6}  check")
     for i, (rows, name, n, scheme) in enumerate(cases):
@@ -140,6 +150,7 @@ def main() -> int:
             "n": n,
             "scheme": scheme,
             "B": B,
+            "before_us_per_row": before.get((rows, name, n, scheme)),
             "plan_us_per_row": tp / B * 1e6,
             "planless_us_per_row": tn / B * 1e6,
             "plan_rows_per_s": B / tp,
@@ -158,27 +169,44 @@ def main() -> int:
         m = machine_info()
         doc = {
             "title": "Exact acceptance of rrs-wor and the mixed lifts: a plan per row against the plan-free route",
-            "command": f"python bench/verifiers/lifted_exact.py --repeats {a.repeats} --out {a.out}",
+            "command": f"python bench/verifiers/lifted_exact.py --repeats {a.repeats} --out {a.out}"
+            + (" --before <the same script's --out on the build before>" if a.before else ""),
             "machine": f"{m['cpu']}, {m['cores']} cores, load average {load} at the end; baseline build; "
             "thread CPU time, one thread, best of interleaved rounds",
-            "note": "plan: _prepare + VerifierBatch.exact (mf.acceptance's route for these verifiers before); now: "
+            "note": "before: mf.acceptance on the build before (a plan per row), in its own run; plan: _prepare + "
+            "VerifierBatch.exact in this run (the same route, with the recursion's next mass found once per node); now: "
             "mf.acceptance. rrs-wor at n = 1 is sd's closed form (it and the plan within ~1e-14 of the exact value, "
             "tests/verifiers/test_lifted_exact.py); every other rrs-wor row "
             "has the plans' bits; rrs and kseq under top<m>+iid are within 5e-13. scan: a lower bound of a "
             "scan-per-node recursion (nodes x one measured M(T) scan), rejected for it.",
             "tables": [
                 {
-                    "columns": ["rows", "verifier", "n", "scheme", "plan µs/row", "now µs/row", "speed-up", "check"],
+                    "columns": [
+                        "rows",
+                        "verifier",
+                        "n",
+                        "scheme",
+                        "before µs/row",
+                        "plan µs/row",
+                        "now µs/row",
+                        "speed-up",
+                        "check",
+                        "scan per node ≥ µs/row",
+                    ],
                     "rows": [
                         [
                             r["rows"],
                             r["verifier"],
                             r["n"],
                             r["scheme"],
+                            "" if r["before_us_per_row"] is None else f"{r['before_us_per_row']:,.1f}",
                             f"{r['plan_us_per_row']:,.1f}",
                             f"{r['planless_us_per_row']:,.1f}",
                             f"{r['speedup']:.1f}",
                             "same bits" if r["same_bits"] else f"|diff| ≤ {r['max_abs_diff']:.0e}",
+                            ""
+                            if r["scan_route_us_per_row_at_least"] is None
+                            else f"{r['scan_route_us_per_row_at_least']:,.0f}",
                         ]
                         for r in out
                     ],
