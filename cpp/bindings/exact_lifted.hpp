@@ -19,6 +19,23 @@ namespace mdsd::bindings {
 
 namespace py = pybind11;
 
+using UnionIds = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+// The vocabulary ids (B, V) of prepared rows on their union support (-1: padding), checked against
+// `vocab`, kept alive in `keep`; null for ids None (dense rows).
+inline const int64_t* union_ids(const py::object& ids_obj, bool prepared, int64_t B, int64_t V, int64_t vocab,
+                                UnionIds& keep) {
+    if (ids_obj.is_none()) return nullptr;
+    if (!prepared) throw std::invalid_argument("ids: only with prepared rows");
+    keep = ids_obj.cast<UnionIds>();
+    if (keep.ndim() != 2 || keep.shape(0) != B || keep.shape(1) != V)
+        throw std::invalid_argument("ids: expected shape (B, V) of p and q");
+    if (vocab < 1 || vocab > mdsd::limits::kMaxVocab) throw std::invalid_argument("vocab: out of range");
+    for (int64_t k = 0; k < B * V; ++k)
+        if (keep.data()[k] >= vocab) throw std::invalid_argument("ids: an id at or above vocab");
+    return keep.data();
+}
+
 // (acc[B], None); (None, (0, status, side, row, value)) for an invalid row (the first broken rule
 // of p in any row, else of q); (None, (1, row, support, 0, 0)) for the first row whose q has too
 // few tokens with q > 0 for the scheme. A row whose rrs-wor recursion costs more than `budget`
@@ -40,18 +57,8 @@ inline py::tuple exact_lifted(const std::string& name, const py::array& p, const
     if (!(budget >= 0.0)) throw std::invalid_argument("budget: must be >= 0");
     if (prepared && fk != 2) throw std::invalid_argument("p, q: prepared rows are float64");
     const int64_t B = p.shape(0), V = p.shape(1);
-    using I64 = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
-    I64 ids;
-    if (!ids_obj.is_none()) {
-        if (!prepared) throw std::invalid_argument("ids: only with prepared rows");
-        ids = ids_obj.cast<I64>();
-        if (ids.ndim() != 2 || ids.shape(0) != B || ids.shape(1) != V)
-            throw std::invalid_argument("ids: expected shape (B, V) of p and q");
-        if (vocab < 1 || vocab > mdsd::limits::kMaxVocab) throw std::invalid_argument("vocab: out of range");
-        for (int64_t k = 0; k < B * V; ++k)
-            if (ids.data()[k] >= vocab) throw std::invalid_argument("ids: an id at or above vocab");
-    }
-    const int64_t* id = ids_obj.is_none() ? nullptr : ids.data();
+    UnionIds ids;
+    const int64_t* id = union_ids(ids_obj, prepared, B, V, vocab, ids);
     std::vector<d::RowCheck> rchk(static_cast<std::size_t>(B));
     std::vector<d::LiftedRow> rows(static_cast<std::size_t>(B));
     const void* pv = p.data();
