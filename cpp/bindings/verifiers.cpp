@@ -20,6 +20,7 @@
 #include "mdsd/verifiers/planless/batch.hpp"
 #include "mdsd/verifiers/planless/exact.hpp"
 #include "mdsd/verifiers/registry.hpp"
+#include "exact_lifted.hpp"
 #include "raw_pair.hpp"
 #include "row_keys.hpp"
 #include "verifier_batch.hpp"
@@ -332,6 +333,12 @@ void register_verifiers(py::module_& m) {
           "row, or (None, (1, row, support, 0, 0)) when q has too few tokens with q > 0. prepared=True: p, q are\n"
           "as_pair's validated float64 rows, read in place; with ids (B, V) int64 (-1: padding), rows on their\n"
           "union support, scattered into a row of `vocab` entries (the dense rows' bits).");
+    m.def("exact_lifted", &mdsd::bindings::exact_lifted, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("n"),
+          py::arg("scheme"), py::arg("tol") = 1e-4, py::arg("threads") = 0, py::arg("prepared") = false,
+          py::arg("ids") = py::none(), py::arg("vocab") = 0, py::arg("budget") = 2e8,
+          "Exact acceptance without a plan of 'rrs-wor' ('wor' or 'top<m>+wor') and of 'rrs' and 'kseq' under\n"
+          "'top<m>+iid', for every row of (B, V) p, q; arguments and results as exact_closed. An rrs-wor row\n"
+          "whose recursion costs more than budget raises TooLargeError, as VerifierBatch.exact does.");
     m.def("law_direct", &law_direct, py::arg("name"), py::arg("p"), py::arg("q"), py::arg("tuples"),
           py::arg("tol") = 1e-4, py::arg("untouched") = false,
           "Exact output law of the direct route for each tuple (m, n) of one raw row (V,): (m, V).\n"

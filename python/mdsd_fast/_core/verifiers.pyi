@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy
 import numpy.typing
 import typing
-__all__: list[str] = ['VerifierBatch', 'exact_closed', 'law_direct', 'table', 'verify_direct']
+__all__: list[str] = ['VerifierBatch', 'exact_closed', 'exact_lifted', 'law_direct', 'table', 'verify_direct']
 class VerifierBatch:
     """
     One verifier prepared for every row of (B, V) arrays p, q (validated, normalised). wor_options (the
@@ -82,6 +82,12 @@ def exact_closed(name: str, p: numpy.ndarray, q: numpy.ndarray, n: typing.Suppor
     its closed form, without a plan: (acc[B], None), (None, (0, status, side, row, value)) for an invalid
     row, or (None, (1, row, support, 0, 0)) when q has too few tokens with q > 0. prepared=True: p, q are
     as_pair's validated float64 rows, read in place.
+    """
+def exact_lifted(name: str, p: numpy.ndarray, q: numpy.ndarray, n: typing.SupportsInt | typing.SupportsIndex, scheme: str, tol: typing.SupportsFloat | typing.SupportsIndex = 0.0001, threads: typing.SupportsInt | typing.SupportsIndex = 0, prepared: bool = False, ids: typing.Any = None, vocab: typing.SupportsInt | typing.SupportsIndex = 0, budget: typing.SupportsFloat | typing.SupportsIndex = 200000000.0) -> tuple:
+    """
+    Exact acceptance without a plan of 'rrs-wor' ('wor' or 'top<m>+wor') and of 'rrs' and 'kseq' under
+    'top<m>+iid', for every row of (B, V) p, q; arguments and results as exact_closed. An rrs-wor row
+    whose recursion costs more than budget raises TooLargeError, as VerifierBatch.exact does.
     """
 def verify_direct(name: str, p: numpy.ndarray, q: numpy.ndarray, drafts: typing.Annotated[numpy.typing.ArrayLike, numpy.int64], seed: typing.SupportsInt | typing.SupportsIndex, threads: typing.SupportsInt | typing.SupportsIndex = 0, row_ids: typing.Any = None, tol: typing.SupportsFloat | typing.SupportsIndex = 0.0001, untouched: bool = False) -> tuple:
     """

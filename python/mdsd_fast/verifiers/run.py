@@ -43,7 +43,7 @@ from .. import _core
 from ..inputs.args import MAX_SAMPLES, TooLargeError, _row_ids, _samples, _seed, _threads, _work_budget
 from ..inputs.kinds import is_sparse
 from ..inputs.pairs import pair_rows, raw_pair
-from ..inputs.rules import SUM_TOL, check_bool, check_n, check_support, raise_row_error
+from ..inputs.rules import SUM_TOL, check_bool, check_n, check_support, mixed_parts, raise_row_error
 from ..limits import WOR_WORK_BUDGET
 from .table import VerifierFacts, lookup
 
@@ -141,6 +141,31 @@ CLOSED_FORMS = ("sd", "rrs", "kseq", "greedy", "topk", "spechub")
 PLAN_BITS = ("sd", "greedy", "topk", "spechub")
 
 
+#: Verifiers whose exact acceptance under some schemes needs no plan beyond the closed forms
+#: (cpp/include/mdsd/verifiers/planless/lifted.hpp): "rrs-wor" under "wor" and "top<m>+wor" (its
+#: recursion on a ratio table of the row: the plans' bits), and the mixed lifts of "rrs" and "kseq"
+#: under "top<m>+iid" (p(T) plus their closed form on the split pair: within the closed forms'
+#: rounding of the plans). "rrs-wor" with n = 1 is "sd", whose closed form answers the public call.
+LIFTED = ("rrs-wor", "rrs", "kseq")
+#: Every verifier with a plan-free exact route under some scheme.
+PLANLESS = CLOSED_FORMS + ("rrs-wor",)
+
+
+def _route(v: VerifierFacts, sch: str, n: int, plan_bits: bool) -> tuple[bool, str] | None:
+    """(lifted, kernel name) of the plan-free route of verifier ``v`` under scheme ``sch`` (resolved)
+    with ``n`` drafts, or None where a plan must answer; ``plan_bits``: only routes with the plans' bits."""
+    mp = mixed_parts(sch)
+    if mp is not None and mp[0] >= n:
+        return None  # the plan route names the scheme's error
+    if v.name == "rrs-wor":
+        return (False, "sd") if n == 1 and mp is None and not plan_bits else (True, v.name)
+    if mp is not None:
+        return (True, v.name) if v.name in LIFTED and not plan_bits else None
+    if v.name in CLOSED_FORMS and sch == v.scheme and (v.name in PLAN_BITS or not plan_bits):
+        return (False, v.name)
+    return None
+
+
 def _sparse(x: Any) -> bool:
     return type(x) is not np.ndarray and is_sparse(x)
 
@@ -160,16 +185,28 @@ def _closed(
     prepared: bool,
     ids: NDArray[np.int64] | None = None,
     vocab: int = 0,
+    plan_bits: bool = False,
 ) -> Any:
-    """Exact acceptance of a closed-form verifier without a plan: an array (B,) for (B, V) rows,
-    or None where the plan route must answer (another verifier or scheme, or a q short of tokens
-    for the scheme's deterministic drafts, which that route names). ``ids``: the vocabulary id of
-    each column of rows on their union support (sparse input), ``vocab`` their V."""
-    if v.name not in CLOSED_FORMS or (scheme is not None and v.resolve_scheme(scheme) != v.scheme):
+    """Exact acceptance without a plan (:func:`_route`): an array (B,) for (B, V) rows, or None where
+    the plan route must answer (another verifier or scheme, or a q short of tokens for the scheme's
+    deterministic or distinct drafts, which that route names). ``ids``: the vocabulary id of each
+    column of rows on their union support (sparse input), ``vocab`` their V. ``plan_bits``: only
+    the routes that give the plans' bits (the gap report's exact columns)."""
+    sch = v.resolve_scheme(scheme)
+    route = _route(v, sch, n, plan_bits)
+    if route is None:
         return None
+    lifted, name = route
+    if lifted and v.name == "rrs-wor":
+        ids = None  # on the rows as given (union support), as its plans run: their bits and budget
     if ids is not None and 16 * vocab > SCATTER_BYTES:
         return None
-    out, err = _core.verifiers.exact_closed(v.name, p, q, n, SUM_TOL, _threads(threads), prepared, ids, vocab)
+    if lifted:
+        out, err = _core.verifiers.exact_lifted(
+            name, p, q, n, sch, SUM_TOL, _threads(threads), prepared, ids, vocab, EXACT_BUDGET
+        )
+    else:
+        out, err = _core.verifiers.exact_closed(name, p, q, n, SUM_TOL, _threads(threads), prepared, ids, vocab)
     if err is None:
         return out
     if err[0] == 0:
@@ -196,8 +233,8 @@ def _acceptance_rows(
     evaluate many verifiers on the same rows (the gap report): arrays of shape (B,)."""
     v = lookup(name)
     n = check_n(n)
-    if exact and v.name in PLAN_BITS:
-        out = _closed(v, scheme, p2, q2, v.check_n(n), threads, True)
+    if exact and (v.name in PLAN_BITS or v.name == "rrs-wor"):
+        out = _closed(v, scheme, p2, q2, v.check_n(n), threads, True, plan_bits=True)
         if out is not None:
             return out
     batch = _prepare_rows(v, v.resolve_scheme(scheme), n, p2, q2, threads, work_budget)
@@ -255,7 +292,7 @@ def acceptance(
     exact = check_bool("exact", exact)
     if not exact:
         samples = _samples(samples, minimum=1)
-    elif isinstance(name, str) and name in CLOSED_FORMS and (_sparse(p) or _sparse(q)):
+    elif isinstance(name, str) and name in PLANLESS and (_sparse(p) or _sparse(q)):
         v = lookup(name)  # sparse rows: on their union support, with the dense rows' bits
         nn = v.check_n(check_n(n))
         _work_budget(work_budget)
@@ -265,8 +302,8 @@ def acceptance(
         out = _closed(v, scheme, p2, q2, nn, threads, True, col_ids, sparse_vocab(p, q))
         if out is not None:
             return out if batched else float(out[0])
-    elif isinstance(name, str) and name in CLOSED_FORMS:
-        # The closed forms: one validated pass over the raw rows, no copy and no plan.
+    elif isinstance(name, str) and name in PLANLESS:
+        # The closed forms and lifts: one validated pass over the raw rows, no copy and no plan.
         v = lookup(name)
         nn = v.check_n(check_n(n))
         _work_budget(work_budget)  # unused here, but named when wrong, as on the plan route

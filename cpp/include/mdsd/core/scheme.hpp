@@ -87,6 +87,11 @@ struct TopSplit {
         const int need = m + (rest_scheme == Scheme::Wor ? n_rest : 1);
         top_tokens(qq, V, need, T, "mixed drafts");  // the count check only
         top_tokens(qq, V, m, T, "mixed drafts");
+        split(pp, qq, V);
+    }
+
+    // The split pair of T (set by the caller: sorted ids, at least one).
+    void split(const double* pp, const double* qq, int64_t V) {
         p.assign(pp, pp + V);
         q.assign(qq, qq + V);
         pT = 0.0;

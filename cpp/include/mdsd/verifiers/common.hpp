@@ -37,6 +37,10 @@ struct RatioTable {
     void build(const double* p, const double* q, int64_t V) {
         OrderWorkspace ows;
         std::vector<int32_t> asc;
+        build(p, q, V, ows, asc);
+    }
+    // As above, with the sort's buffers passed in (a thread reuses them across its rows).
+    void build(const double* p, const double* q, int64_t V, OrderWorkspace& ows, std::vector<int32_t>& asc) {
         const int64_t K = ratio_order(p, q, V, ows, asc);  // supp q by ascending p/q
         order.clear();
         for (int64_t i = 0; i < V; ++i)

@@ -77,47 +77,72 @@ struct RrsWor {
         double T = 0.0, M = 1.0, rest = 1.0;
     };
 
-    static Plan prepare(const double* p, const double* q, int64_t V, int n) {
-        // The thresholds grow by M / rest, rest = q-mass not drafted yet; a subnormal rest would
-        // overflow T to inf (and wreck the residual: the acceptance came out 1 where it is 0.5).
-        // The scheme and the verifier depend on q only up to a constant factor (T scales by its
-        // inverse), so masses below 2^-900 are handled on q * 2^600: every 1 / rest is finite.
-        // The factor is a power of two (exact), and 1 for all other inputs.
+    // The thresholds grow by M / rest, rest = q-mass not drafted yet; a subnormal rest would
+    // overflow T to inf (and wreck the residual: the acceptance came out 1 where it is 0.5).
+    // The scheme and the verifier depend on q only up to a constant factor (T scales by its
+    // inverse), so masses below 2^-900 are handled on q * 2^600: every 1 / rest is finite.
+    // The factor is a power of two (exact), and 1 for all other inputs: then q itself is returned.
+    static const double* scaled_q(const double* q, int64_t V, std::vector<double>& qs) {
         double qmin = 1.0;
         for (int64_t i = 0; i < V; ++i)
             if (q[i] > 0.0) qmin = std::min(qmin, q[i]);
-        std::vector<double> qs;
-        if (qmin < 0x1p-900) {
-            qs.assign(q, q + V);
-            for (double& x : qs) x = std::ldexp(x, 600);
-            q = qs.data();
-        }
-        Plan pl;
-        pl.init(p, q, V, n, Drafter::Wor);
-        pl.tab.build(pl.p.data(), pl.q.data(), V);
+        if (!(qmin < 0x1p-900)) return q;
+        qs.assign(q, q + V);
+        for (double& x : qs) x = std::ldexp(x, 600);
+        return qs.data();
+    }
+
+    // What the recursion reads besides p and q: the ratio table, the support and its q-mass.
+    // Pl: a Plan, or any type with the same members (planless/rrs_wor.hpp: the row read in place).
+    template <class Pl>
+    static void index(Pl& pl, const double* p, const double* q, int64_t V, OrderWorkspace& ows,
+                      std::vector<int32_t>& asc) {
+        pl.tab.build(p, q, V, ows, asc);
+        pl.support.clear();
         pl.qsum = 0.0;
         for (int64_t i = 0; i < V; ++i)
             if (q[i] > 0.0) {
                 pl.support.push_back(static_cast<int32_t>(i));
                 pl.qsum += q[i];
             }
+    }
+
+    static Plan prepare(const double* p, const double* q, int64_t V, int n) {
+        std::vector<double> qs;
+        q = scaled_q(q, V, qs);
+        Plan pl;
+        pl.init(p, q, V, n, Drafter::Wor);
+        OrderWorkspace ows;
+        std::vector<int32_t> asc;
+        index(pl, pl.p.data(), pl.q.data(), V, ows, asc);
         return pl;
     }
 
-    static State start(const Plan& pl) { return State{0.0, pl.tab.mass(0.0), pl.qsum}; }
+    template <class Pl>
+    static State start(const Pl& pl) {
+        return State{0.0, pl.tab.mass(0.0), pl.qsum};
+    }
 
     // min(1, p_i(x) / q_i(x)) with p_i = D_T / M and q_i = q / rest.
-    static double accept_prob(const Plan& pl, const State& s, int32_t x) {
+    template <class Pl>
+    static double accept_prob(const Pl& pl, const State& s, int32_t x) {
         if (!(s.M > 0.0)) return 1.0;
         const double D = std::max(0.0, pl.p[x] - s.T * pl.q[x]);
         return std::min(1.0, D * s.rest / (s.M * pl.q[x]));
     }
 
     // The state after rejecting x; `drafted` holds the m tokens drafted so far, x included.
-    static State next(const Plan& pl, const State& s, int32_t x, const int32_t* drafted, int m) {
+    template <class Pl>
+    static State next(const Pl& pl, const State& s, int32_t x, const int32_t* drafted, int m) {
+        const double T = s.T + s.M / s.rest;
+        return next(pl, s, T, pl.tab.mass(T), x, drafted, m);
+    }
+    // As above, given the next threshold T = s.T + s.M / s.rest and M = mass(T), which do not depend on x.
+    template <class Pl>
+    static State next(const Pl& pl, const State& s, double T, double M, int32_t x, const int32_t* drafted, int m) {
         State r;
-        r.T = s.T + s.M / s.rest;
-        r.M = pl.tab.mass(r.T);
+        r.T = T;
+        r.M = M;
         r.rest = s.rest - pl.q[x];
         if (r.rest < 1e-9 * pl.qsum) {  // cancellation: sum what is left directly
             r.rest = 0.0;
@@ -139,7 +164,8 @@ struct RrsWor {
     }
 
     // Work of the exact recursion: internal nodes scan the support (K), leaves cost a search.
-    static double cost(const Plan& pl) {
+    template <class Pl>
+    static double cost(const Pl& pl) {
         const double K = static_cast<double>(pl.support.size());
         const double leaf = std::log2(static_cast<double>(pl.V) + 2.0);
         double nodes = 1.0, work = 0.0;  // nodes at depth d: K (K-1) ... (K-d+1)
@@ -151,7 +177,8 @@ struct RrsWor {
     }
 
     // alpha_n = beta + sum_x (q_i(x) - p_i(x))_+ alpha_{n-1}(after x)   (docs/theory/verifiers.md §8.3)
-    static double rec(const Plan& pl, const State& s, int left, std::vector<int32_t>& drafted) {
+    template <class Pl>
+    static double rec(const Pl& pl, const State& s, int left, std::vector<int32_t>& drafted) {
         if (!(s.M > 0.0)) return 1.0;  // unreachable: the previous draft was accepted surely
         const double Tn = s.T + s.M / s.rest;
         const double Mn = pl.tab.mass(Tn);
@@ -166,13 +193,14 @@ struct RrsWor {
             const double w = pl.q[x] / s.rest - std::max(0.0, pl.p[x] - s.T * pl.q[x]) / s.M;
             if (!(w > 0.0)) continue;
             drafted.push_back(x);
-            sum += w * rec(pl, next(pl, s, x, drafted.data(), m + 1), left - 1, drafted);
+            sum += w * rec(pl, next(pl, s, Tn, Mn, x, drafted.data(), m + 1), left - 1, drafted);
             drafted.pop_back();
         }
         return beta + sum;
     }
 
-    static double exact(const Plan& pl, double budget) {
+    template <class Pl>
+    static double exact(const Pl& pl, double budget) {
         const double c = cost(pl);
         if (c > budget) {
             char buf[320];
