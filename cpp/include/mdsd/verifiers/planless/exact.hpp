@@ -57,25 +57,30 @@ L zero() {
     return splat<L>(0.0);
 }
 
-// M(T) = sum_x D_T(x) over the interleaved rows, per lane, in simd::mass's order: four partial sums
-// (token i into sum i mod 4), added as (m0 + m2) + (m1 + m3), then the tail's own sum.
-template <class L>
-L mass(const double* P, const double* Q, int64_t V, L T) {
-    constexpr int G = kLanes<L>;
-    auto d = [&](int64_t i) {
-        const L p = load<L>(P + i * G), q = load<L>(Q + i * G);
-        return sel(gt(q, zero<L>()), smax(zero<L>(), p - T * q), p);  // simd::d_at
-    };
-    L a0 = zero<L>(), a1 = a0, a2 = a0, a3 = a0, tail = a0;
+// simd::mass of K row-major rows (T[k] each), with AVX2 one register per row whose lane j sums
+// the tokens i = j mod 4: simd::mass's four partial sums, added in its order, so the same bits.
+// K rows side by side: K add chains in flight.
+template <int K>
+void row_mass(double* const* p, double* const* q, int64_t V, const double* T, double* out) {
+#ifdef MDSD_AVX2
+    const D4 z = zero<D4>();
+    D4 a[K], Tv[K];
+    for (int k = 0; k < K; ++k) a[k] = z, Tv[k] = splat<D4>(T[k]);
     int64_t i = 0;
-    for (; i + 4 <= V; i += 4) {
-        a0 = a0 + d(i);
-        a1 = a1 + d(i + 1);
-        a2 = a2 + d(i + 2);
-        a3 = a3 + d(i + 3);
+    for (; i + 4 <= V; i += 4)
+        for (int k = 0; k < K; ++k) {
+            const D4 pv = load<D4>(p[k] + i), qv = load<D4>(q[k] + i);
+            a[k] = a[k] + sel(gt(qv, z), smax(z, pv - Tv[k] * qv), pv);
+        }
+    for (int k = 0; k < K; ++k) {
+        double m[4], tail = 0.0;
+        put(m, a[k]);
+        for (int64_t j = i; j < V; ++j) tail += simd::d_at(p[k][j], q[k][j], T[k]);
+        out[k] = ((m[0] + m[2]) + (m[1] + m[3])) + tail;
     }
-    for (; i < V; ++i) tail = tail + d(i);
-    return ((a0 + a2) + (a1 + a3)) + tail;
+#else
+    for (int k = 0; k < K; ++k) out[k] = simd::mass(p[k], q[k], V, T[k]);
+#endif
 }
 
 // The top m of q (need tokens with q > 0) of each lane's row into ws.ids, from a scan (m <= 32) or
@@ -224,14 +229,36 @@ void closed_group(Closed kind, const rows::Group<T, rows::kLanes<L>>& g, int64_t
         }
         return;
     }
-    // rrs, greedy, spechub: several passes, over the rows interleaved
+    if (kind == Closed::Rrs) {  // Rrs::prepare's thresholds, its masses as simd::mass sums them
+        rowmajor();
+        for_tokens<L, Div>(g, V, [](L, L, int64_t) {}, rp, rq);
+        for (int r0 = 0; r0 < G; r0 += 2) {  // two rows at a time (in cache, their chains side by side)
+            const int k = std::min(2, G - r0);
+            double Th[2] = {0.0, 0.0}, M[2], M0[2], Mk[2];
+            if (k == 2) closed::row_mass<2>(rp + r0, rq + r0, V, Th, M);
+            else closed::row_mass<1>(rp + r0, rq + r0, V, Th, M);
+            bool on[2] = {M[0] > 0.0, k == 2 && M[1] > 0.0};
+            M0[0] = M[0], M0[1] = M[1];
+            for (int i = 0; i < n && (on[0] || on[1]); ++i) {
+                for (int j = 0; j < 2; ++j) Th[j] += on[j] ? M[j] : 0.0;
+                if (on[0] && on[1]) closed::row_mass<2>(rp + r0, rq + r0, V, Th, Mk);
+                for (int j = 0; j < k; ++j)
+                    if (on[j] && !on[1 - j]) closed::row_mass<1>(rp + r0 + j, rq + r0 + j, V, Th + j, Mk + j);
+                for (int j = 0; j < k; ++j)
+                    if (on[j]) M[j] = Mk[j], on[j] = M[j] > 0.0;
+            }
+            for (int j = 0; j < k; ++j) out[r0 + j] = std::min(1.0, std::max(0.0, 1.0 - M[j] / M0[j]));
+        }
+        return;
+    }
+    // greedy, spechub: several passes, over the rows interleaved
     ws.P.resize(static_cast<std::size_t>(V * G));
     ws.Q.resize(static_cast<std::size_t>(V * G));
     double* P = ws.P.data();
     double* Q = ws.Q.data();
-    const int m = kind == Closed::Greedy ? n - 1 : kind == Closed::SpecHub ? 1 : 0;
-    const bool scanning = kind != Closed::Rrs && m <= 32;
-    if (kind != Closed::Rrs && m > 32) rowmajor();
+    const int m = kind == Closed::Greedy ? n - 1 : 1;
+    const bool scanning = m <= 32;
+    if (m > 32) rowmajor();
     TopScan<L> scan;
     scan.start(m);
     for_tokens<L, Div>(
@@ -242,31 +269,6 @@ void closed_group(Closed kind, const rows::Group<T, rows::kLanes<L>>& g, int64_t
             if (scanning) scan.see(q, i);
         },
         m > 32 ? rp : nullptr, rq);
-    if (kind == Closed::Rrs) {  // Rrs::prepare's thresholds, its masses in simd::mass's order
-        double Th[G], M[G], M0[G];
-        bool done[G];
-        put(M, closed::mass(P, Q, V, zero<L>()));
-        bool all = true;
-        for (int r = 0; r < G; ++r) {
-            Th[r] = 0.0;
-            M0[r] = M[r];
-            done[r] = !(M[r] > 0.0);
-            all = all && done[r];
-        }
-        for (int i = 0; i < n && !all; ++i) {
-            for (int r = 0; r < G; ++r)
-                if (!done[r]) Th[r] += M[r];
-            put(v, closed::mass(P, Q, V, load<L>(Th)));
-            all = true;
-            for (int r = 0; r < G; ++r) {
-                if (!done[r]) M[r] = v[r];
-                done[r] = done[r] || !(M[r] > 0.0) || i + 1 >= n;
-                all = all && done[r];
-            }
-        }
-        for (int r = 0; r < G; ++r) out[r] = std::min(1.0, std::max(0.0, 1.0 - M[r] / M0[r]));
-        return;
-    }
     closed::tops(scan, m, m + 1, V, ws, support);
     if (kind == Closed::Greedy) closed::greedy<L>(P, Q, V, ws, v);
     else closed::spechub<L>(P, Q, V, ws, v);
