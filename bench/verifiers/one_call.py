@@ -15,7 +15,7 @@ Cases (the targets they are held to are in bench/README.md):
 - ``acceptance("rrs", p, q, 4)`` at V = 8, 64, 1,000;
 - ``threads=None`` against ``threads=1`` on a single-row ``verify("rrs")``;
 - ``acceptance(name, P, Q, n)`` on 256 rows at V = 49,152 for sd (against ``np.minimum(P, Q).sum(1)``)
-  and for rrs, kseq, greedy, topk against the memory-stream floor (reading P and Q once).
+  and for rrs, kseq, greedy, topk, spechub against the memory-stream floor (reading P and Q once).
 """
 
 from __future__ import annotations
@@ -212,11 +212,12 @@ def cases(rounds: int) -> list[dict[str, Any]]:
         1.5,
         "np.minimum(P, Q).sum(1)",
     )
-    for name in ("rrs", "kseq", "greedy", "topk"):
+    for name in ("rrs", "kseq", "greedy", "topk", "spechub"):
+        n = 2 if name == "spechub" else N
         add(
-            f"acceptance({name!r}, P, Q, {N}), 256 rows, threads=1",
+            f"acceptance({name!r}, P, Q, {n}), 256 rows, threads=1",
             49_152,
-            lambda name=name: mf.acceptance(name, P, Q, N, threads=1),
+            lambda name=name, n=n: mf.acceptance(name, P, Q, n, threads=1),
             lambda: (P.sum(), Q.sum()),
             2.0,
             "memory-stream floor (read P and Q once)",
