@@ -95,6 +95,7 @@ void tops(const TopScan<L>& scan, int m, int need, int64_t V, ClosedScratch& ws,
             for (int64_t i = 0; i < V; ++i) s += ws.rq[r][i] > 0.0;
             if (s >= need) top_tokens(ws.rq[r].data(), V, m, ws.ids[r], "drafts");
         }
+        if (s < need) ws.ids[r].clear();  // no drafts: the row is refused
         support[r] = s < need ? s : -1;
     }
 }
