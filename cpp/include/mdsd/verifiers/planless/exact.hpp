@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "mdsd/core/scheme.hpp"
@@ -61,7 +62,7 @@ L zero() {
 // the tokens i = j mod 4: simd::mass's four partial sums, added in its order, so the same bits.
 // K rows side by side: K add chains in flight.
 template <int K>
-void row_mass(double* const* p, double* const* q, int64_t V, const double* T, double* out) {
+void row_mass(const double* const* p, const double* const* q, int64_t V, const double* T, double* out) {
 #ifdef MDSD_AVX2
     const D4 z = zero<D4>();
     D4 a[K], Tv[K];
@@ -86,14 +87,15 @@ void row_mass(double* const* p, double* const* q, int64_t V, const double* T, do
 // The top m of q (need tokens with q > 0) of each lane's row into ws.ids, from a scan (m <= 32) or
 // from the row-major rows and top_tokens' selection; support[r] = -1 when the row has enough.
 template <class L>
-void tops(const TopScan<L>& scan, int m, int need, int64_t V, ClosedScratch& ws, int64_t* support) {
+void tops(const TopScan<L>& scan, int m, int need, int64_t V, const double* const* rq, ClosedScratch& ws,
+          int64_t* support) {
     for (int r = 0; r < kLanes<L>; ++r) {
         int64_t s = 0;
         if (m <= 32) {
             s = scan.finish(r, ws.ids[r]);
         } else {
-            for (int64_t i = 0; i < V; ++i) s += ws.rq[r][i] > 0.0;
-            if (s >= need) top_tokens(ws.rq[r].data(), V, m, ws.ids[r], "drafts");
+            for (int64_t i = 0; i < V; ++i) s += rq[r][i] > 0.0;
+            if (s >= need) top_tokens(rq[r], V, m, ws.ids[r], "drafts");
         }
         if (s < need) ws.ids[r].clear();  // no drafts: the row is refused
         support[r] = s < need ? s : -1;
@@ -189,21 +191,27 @@ void closed_group(Closed kind, const rows::Group<T, rows::kLanes<L>>& g, int64_t
     constexpr int G = kLanes<L>;
     for (int r = 0; r < G; ++r) support[r] = -1;
     double v[G];
-    double* rp[G] = {};
-    double* rq[G] = {};
+    const double* rp[G] = {};  // the rows row-major: normalised rows read in place, or copies
+    const double* rq[G] = {};
+    double* wp[G] = {};  // where the first pass writes them (none: in place)
+    double* wq[G] = {};
     auto rowmajor = [&] {
         for (int r = 0; r < G; ++r) {
-            ws.rp[r].resize(static_cast<std::size_t>(V));
-            ws.rq[r].resize(static_cast<std::size_t>(V));
-            rp[r] = ws.rp[r].data();
-            rq[r] = ws.rq[r].data();
+            if constexpr (!Div && std::is_same_v<T, double>) {
+                rp[r] = g.p[r];
+                rq[r] = g.q[r];
+            } else {
+                ws.rp[r].resize(static_cast<std::size_t>(V));
+                ws.rq[r].resize(static_cast<std::size_t>(V));
+                rp[r] = wp[r] = ws.rp[r].data();
+                rq[r] = wq[r] = ws.rq[r].data();
+            }
         }
     };
     if (kind == Closed::Sd || kind == Closed::Kseq) {  // sum min(p, q): sd, and kseq's beta(1)
         if (kind == Closed::Kseq) rowmajor();
         L a = zero<L>();
-        for_tokens<L, Div>(
-            g, V, [&](L p, L q, int64_t) { a = a + smin(p, q); }, kind == Closed::Kseq ? rp : nullptr, rq);
+        for_tokens<L, Div>(g, V, [&](L p, L q, int64_t) { a = a + smin(p, q); }, wp[0] ? wp : nullptr, wq);
         put(v, a);
         for (int r = 0; r < G; ++r) {
             if (kind == Closed::Sd) {
@@ -221,8 +229,8 @@ void closed_group(Closed kind, const rows::Group<T, rows::kLanes<L>>& g, int64_t
         scan.start(n);
         if (n > 32) rowmajor();
         for_tokens<L, Div>(
-            g, V, [&](L, L q, int64_t i) { n <= 32 ? scan.see(q, i) : void(); }, n > 32 ? rp : nullptr, rq);
-        closed::tops(scan, n, n, V, ws, support);
+            g, V, [&](L, L q, int64_t i) { n <= 32 ? scan.see(q, i) : void(); }, wp[0] ? wp : nullptr, wq);
+        closed::tops(scan, n, n, V, rq, ws, support);
         for (int r = 0; r < G; ++r) {
             double pT = 0.0;
             for (int32_t t : ws.ids[r]) pT += Div ? static_cast<double>(g.p[r][t]) / g.sp[r] : g.p[r][t];
@@ -232,7 +240,7 @@ void closed_group(Closed kind, const rows::Group<T, rows::kLanes<L>>& g, int64_t
     }
     if (kind == Closed::Rrs) {  // Rrs::prepare's thresholds, its masses as simd::mass sums them
         rowmajor();
-        for_tokens<L, Div>(g, V, [](L, L, int64_t) {}, rp, rq);
+        if (wp[0]) for_tokens<L, Div>(g, V, [](L, L, int64_t) {}, wp, wq);
         for (int r0 = 0; r0 < G; r0 += 2) {  // two rows at a time (in cache, their chains side by side)
             const int k = std::min(2, G - r0);
             double Th[2] = {0.0, 0.0}, M[2], M0[2], Mk[2];
@@ -269,8 +277,8 @@ void closed_group(Closed kind, const rows::Group<T, rows::kLanes<L>>& g, int64_t
             put(Q + i * G, q);
             if (scanning) scan.see(q, i);
         },
-        m > 32 ? rp : nullptr, rq);
-    closed::tops(scan, m, m + 1, V, ws, support);
+        wp[0] ? wp : nullptr, wq);
+    closed::tops(scan, m, m + 1, V, rq, ws, support);
     if (kind == Closed::Greedy) closed::greedy<L>(P, Q, V, ws, v);
     else closed::spechub<L>(P, Q, V, ws, v);
     for (int r = 0; r < G; ++r) out[r] = support[r] >= 0 ? -1.0 : v[r];
