@@ -3,8 +3,12 @@
 // row (bound as _core.verifiers.exact_closed). A plan would copy the row, sort it by p/q and build
 // samplers, none of which the number needs. The formulas run on G rows at once, one vector lane
 // per row (planless/rowlanes.hpp): a row's sums keep their order, so its bits are those of the row
-// alone, while G add chains run side by side. Normalising (x / row sum) happens on the fly in the
-// first pass; passes after it read the G rows' normalised values interleaved (token-major).
+// alone, while G add chains run side by side. Raw rows are normalised (x / row sum, the division
+// as_pair makes) on the fly in the first pass; greedy's and spechub's later passes read the G rows
+// interleaved (token-major), rrs's and kseq's one row at a time (a row fits in cache, a group does
+// not), normalised rows in place. What bounds them (bench/verifiers/one_call.py, V = 49,152): the
+// validation pass reads the rows once (~1x the memory-stream floor), and the divider (4 doubles per
+// ~5 cycles) makes the two divisions per token ~1x again; greedy and spechub divide 2 and 3 more times.
 //
 // Same numbers as the plans' exact(): "sd", "greedy", "topk" and "spechub" run the plans' own sums
 // in the plans' own (token-id) order on the same normalised row, so they give the same bits.
