@@ -236,8 +236,8 @@ def _bits_side(g: np.random.Generator, V: int) -> np.ndarray:
 def _digest(f) -> str:  # type: ignore[no-untyped-def]
     try:
         x = np.atleast_1d(np.asarray(f(), dtype=np.float64))
-    except ValueError as e:
-        return "ValueError: " + str(e)[:60]
+    except ValueError:  # too few tokens with q > 0 for the drafts (the message is tested elsewhere)
+        return "ValueError"
     return hashlib.sha256(np.ascontiguousarray(x).tobytes()).hexdigest()[:16]
 
 
@@ -268,6 +268,16 @@ def test_closed_forms_keep_their_bits(threads: int) -> None:
     want = json.loads((Path(__file__).parent / "closed_forms_bits.json").read_text())
     got = {key: _digest(f) for key, f in _bits_cases(threads)}
     assert got.keys() == want.keys()
-    assert sum(v.startswith("ValueError") for v in want.values()) < len(want) // 4  # mostly numbers
+    assert sum(v == "ValueError" for v in want.values()) < len(want) // 4  # mostly numbers
     differ = [k for k in want if got[k] != want[k]]
     assert not differ, f"{len(differ)} of {len(want)} outputs changed bits, e.g. {differ[:5]}"
+
+
+def test_the_bit_digests_see_an_ulp() -> None:
+    """Negative control: rrs's plan, within ~1e-13 of its closed form, does not pass for it."""
+    want = json.loads((Path(__file__).parent / "closed_forms_bits.json").read_text())
+    g = np.random.default_rng([7, 4099])
+    P, Q = _bits_side(g, 4099), _bits_side(g, 4099)
+    plan, closed = _plan("rrs", P, Q, 4), mf.acceptance("rrs", P, Q, 4)
+    assert 0 < np.abs(plan - closed).max() < 1e-12
+    assert _digest(lambda: closed) == want["rrs n=4 V=4099 float64"] != _digest(lambda: plan)
