@@ -184,42 +184,94 @@ py::array_t<double> law_direct(const std::string& name, const py::array& p, cons
 // (acc[B], None), or (None, (0, status, side, row, value)) for an invalid row (as verify_direct),
 // or (None, (1, row, support, 0, 0)) for a row whose q has too few tokens with q > 0 for the
 // scheme's deterministic drafts. prepared: p, q are already validated, normalised float64 rows
-// (as_pair's output), read in place; otherwise each raw row is validated and normalised in its
-// own pass (divided by its exact sum: as_pair's rows bit for bit).
+// (as_pair's output), read in place; otherwise each raw row is validated (validate.hpp's pair
+// pass) and divided by its exact sum as it is read (as_pair's rows bit for bit). Rows go in
+// groups of kWide, one vector lane each (the bits of each row alone), the last ones one by one.
+#ifdef MDSD_AVX2
+using Wide = mdsd::D4;
+#elif defined(MDSD_SSE2)
+using Wide = mdsd::D2;
+#else
+using Wide = double;
+#endif
+constexpr int kWide = d::rows::kLanes<Wide>;
+constexpr int64_t kWideTokens = int64_t{1} << 22;  // wider rows one by one: a group's buffers <= 512 MiB
+
+template <class L, class T>
+void closed_group_rows(d::Closed kind, const T* pp, const T* qq, int64_t first, int64_t count, int64_t V, int n,
+                       double tol, bool prepared, const int64_t* ids, int64_t vocab, d::ClosedScratch& ws, double* acc,
+                       std::vector<d::RowCheck>& rchk, std::vector<int64_t>& short_of) {
+    constexpr int G = d::rows::kLanes<L>;
+    d::rows::Group<T, G> g;
+    d::rows::Group<double, G> gd;  // sparse rows, scattered
+    int64_t row[G];
+    int valid = -1;
+    for (int r = 0; r < G; ++r) {
+        row[r] = first + std::min<int64_t>(r, count - 1);  // a short group repeats its last row
+        g.p[r] = pp + row[r] * V;
+        g.q[r] = qq + row[r] * V;
+        g.sp[r] = g.sq[r] = 1.0;
+        if (!prepared && r < count) {
+            double sums[2];
+            d::RowCheck& c = rchk[row[r]];
+            if (mdsd::validate::pair_sums(g.p[r], g.q[r], V, tol, sums, c.status, c.value)) {
+                g.sp[r] = sums[0];
+                g.sq[r] = sums[1];
+                if (valid < 0) valid = r;
+            }
+        } else if (r < count && valid < 0) {
+            valid = r;
+        }
+    }
+    if (valid < 0) return;
+    for (int r = 0; r < G; ++r)  // an invalid row's lane computes a valid one's (and is dropped)
+        if (r >= count || (!prepared && !rchk[row[r]].ok())) {
+            g.p[r] = g.p[valid], g.q[r] = g.q[valid], g.sp[r] = g.sp[valid], g.sq[r] = g.sq[valid];
+        }
+    double out[G];
+    int64_t support[G];
+    if (ids) {
+        for (int r = 0; r < G; ++r) {
+            ws.dense_p[r].assign(static_cast<std::size_t>(vocab), 0.0);
+            ws.dense_q[r].assign(static_cast<std::size_t>(vocab), 0.0);
+            for (int64_t j = 0; j < V; ++j) {
+                const int64_t id = ids[row[r] * V + j];
+                if (id < 0) continue;  // padding
+                ws.dense_p[r][id] = static_cast<double>(g.p[r][j]);
+                ws.dense_q[r][id] = static_cast<double>(g.q[r][j]);
+            }
+            gd.p[r] = ws.dense_p[r].data();
+            gd.q[r] = ws.dense_q[r].data();
+            gd.sp[r] = gd.sq[r] = 1.0;
+        }
+        d::closed_group<L, false>(kind, gd, vocab, n, ws, out, support);
+    } else if (prepared) {
+        d::closed_group<L, false>(kind, g, V, n, ws, out, support);
+    } else {
+        d::closed_group<L, true>(kind, g, V, n, ws, out, support);
+    }
+    for (int r = 0; r < count; ++r) {
+        if (!prepared && !rchk[row[r]].ok()) continue;
+        acc[row[r]] = out[r];
+        if (out[r] < 0.0) short_of[row[r]] = support[r];
+    }
+}
+
 template <class T>
 void closed_rows(d::Closed kind, const T* pp, const T* qq, int64_t B, int64_t V, int n, double tol, bool prepared,
                  const int64_t* ids, int64_t vocab, int threads, double* acc, std::vector<d::RowCheck>& rchk,
                  std::vector<int64_t>& short_of) {
     py::gil_scoped_release nogil;
-    mdsd::parallel_rows<d::ClosedScratch>(B, threads, [&](int64_t i, d::ClosedScratch& ws) {
-        const double *p = nullptr, *q = nullptr;
-        int64_t len = V;
-        if constexpr (std::is_same_v<T, double>) {
-            if (prepared && ids) {  // a row on its union support, scattered back to the vocabulary
-                ws.row.p.assign(static_cast<std::size_t>(vocab), 0.0);
-                ws.row.q.assign(static_cast<std::size_t>(vocab), 0.0);
-                for (int64_t j = 0; j < V; ++j) {
-                    const int64_t id = ids[i * V + j];
-                    if (id < 0) continue;  // padding
-                    ws.row.p[id] = pp[i * V + j];
-                    ws.row.q[id] = qq[i * V + j];
-                }
-                p = ws.row.p.data();
-                q = ws.row.q.data();
-                len = vocab;
-            } else if (prepared) {
-                p = pp + i * V;
-                q = qq + i * V;
-            }
-        }
-        if (!prepared || !std::is_same_v<T, double>) {
-            if (!d::normalise_pair(pp + i * V, qq + i * V, V, tol, ws.row, rchk[i], true)) return;
-            p = ws.row.p.data();
-            q = ws.row.q.data();
-        }
-        int64_t support = 0;
-        acc[i] = d::closed_form(kind, p, q, len, n, ws, support);
-        if (acc[i] < 0.0) short_of[i] = support;
+    const int64_t len = ids ? vocab : V;
+    const int64_t full = len <= kWideTokens ? B / kWide : 0;  // groups of kWide rows, then single rows
+    const int64_t jobs = full + (B - full * kWide);
+    mdsd::parallel_rows<d::ClosedScratch>(jobs, threads, [&](int64_t j, d::ClosedScratch& ws) {
+        if (j < full)
+            closed_group_rows<Wide>(kind, pp, qq, j * kWide, kWide, V, n, tol, prepared, ids, vocab, ws, acc, rchk,
+                                    short_of);
+        else
+            closed_group_rows<double>(kind, pp, qq, full * kWide + (j - full), 1, V, n, tol, prepared, ids, vocab, ws,
+                                      acc, rchk, short_of);
     });
 }
 

@@ -20,6 +20,7 @@
 
 #include "mdsd/core/parallel.hpp"
 #include "mdsd/core/scheme.hpp"
+#include "mdsd/verifiers/planless/batch.hpp"
 #include "mdsd/verifiers/planless/exact.hpp"
 #include "mdsd/verifiers/planless/rrs_wor.hpp"
 
@@ -45,6 +46,7 @@ inline bool parse_lifted(const std::string& name, const std::string& scheme, Lif
 
 // One thread's state: the normalised row and the closed forms' state, the split pair, the rrs-wor row.
 struct LiftScratch {
+    Scratch row;  // the normalised row
     ClosedScratch closed;
     TopSplit split;
     RrsWorRow wor;
@@ -64,12 +66,21 @@ struct LiftedRow {
 // the budget throws RrsWor's TooLarge (the plan route's message) instead.
 inline void lifted_row(const Lifted& s, const double* p, const double* q, int64_t V, int n, double budget,
                        LiftScratch& ws, LiftedRow& out, std::atomic<bool>& stop, bool raise = false) {
-    // n distinct draws, or the top m plus a draw; T as TopSplit::build picks it (top_small's scan)
+    // n distinct draws, or the top m plus a draw; T as TopSplit::build picks it
     const int need = s.wor() ? n : s.m + 1;
-    int64_t support = 0;
-    if (!top_small(q, V, s.m, need, ws.split.T, support)) {
-        out.short_of = support;
-        return;
+    {  // the closed forms' top-m scan on this one row (closed::tops)
+        rows::TopScan<double> scan;
+        scan.start(s.m);
+        if (s.m <= 32)
+            for (int64_t i = 0; i < V; ++i) scan.see(q[i], i);
+        const double* rq[1] = {q};
+        int64_t support[1];
+        closed::tops(scan, s.m, need, V, rq, ws.closed, support);
+        if (support[0] >= 0) {
+            out.short_of = support[0];
+            return;
+        }
+        ws.split.T.assign(ws.closed.ids[0].begin(), ws.closed.ids[0].end());
     }
     const double *ip = p, *iq = q;
     if (s.m > 0) {
@@ -89,8 +100,10 @@ inline void lifted_row(const Lifted& s, const double* p, const double* q, int64_
         if (!raise && stop.load(std::memory_order_relaxed)) return;
         inner = ws.wor.exact(budget);
     } else {
+        rows::Group<double, 1> g{{ip}, {iq}, {1.0}, {1.0}};  // the split pair, normalised: read in place
         int64_t unused = 0;
-        inner = closed_form(s.inner == Lifted::Rrs ? Closed::Rrs : Closed::Kseq, ip, iq, V, ni, ws.closed, unused);
+        closed_group<double, false>(s.inner == Lifted::Rrs ? Closed::Rrs : Closed::Kseq, g, V, ni, ws.closed, &inner,
+                                    &unused);
     }
     out.acc = s.m > 0 ? std::min(1.0, ws.split.pT + inner) : inner;  // as MixedRow::exact, Row<RrsWor>::exact
 }
@@ -139,7 +152,7 @@ void lifted_rows(const Lifted& s, const T* pp, const T* qq, int64_t B, int64_t V
     parallel_rows<LiftScratch>(B, threads, [&](int64_t i, LiftScratch& ws) {
         const double *p = nullptr, *q = nullptr;
         int64_t len = 0;
-        if (!lifted_input(pp, qq, i, V, tol, prepared, ids, vocab, ws.closed.row, rchk[i], p, q, len)) return;
+        if (!lifted_input(pp, qq, i, V, tol, prepared, ids, vocab, ws.row, rchk[i], p, q, len)) return;
         lifted_row(s, p, q, len, n, budget, ws, rows[i], stop);
     });
 }
@@ -154,7 +167,7 @@ void lifted_refuse(const Lifted& s, const T* pp, const T* qq, int64_t i, int64_t
     int64_t len = 0;
     LiftedRow out;
     std::atomic<bool> stop{false};
-    if (lifted_input(pp, qq, i, V, tol, prepared, ids, vocab, ws.closed.row, chk, p, q, len))
+    if (lifted_input(pp, qq, i, V, tol, prepared, ids, vocab, ws.row, chk, p, q, len))
         lifted_row(s, p, q, len, n, budget, ws, out, stop, true);
     throw std::logic_error("lifted_refuse: row " + std::to_string(i) + " is within the budget");
 }
