@@ -225,3 +225,43 @@ def test_direct_kernel_calls_check_what_they_index_with() -> None:
         with pytest.raises(ValueError):
             _core.engines.tree_sample(a["cand"], a["idx"], a["nxt"], a["sib"], a["coins"], final, tp, None, 0,
                                       "sglang", "", 1.0, 1.0, 1e7, 1e-4, 1)  # fmt: skip
+
+
+_CHAIN = dict(draft_token_ids=[1, 0], num_draft_tokens=[2, 0], draft_probs=np.full((2, 3), 1 / 3),
+              target_probs=np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]]), bonus_token_ids=[[2], [1]],
+              uniform_probs=[0.5, 0.5], recovery_noise=np.ones((2, 3)))  # fmt: skip
+_TREE = dict(candidates=[[0, 1, 2]], retrive_next_token=[[1, -1, -1]], retrive_next_sibling=[[-1, 2, -1]],
+             target_probs=np.full((1, 3, 3), 1 / 3), uniform_samples=[[0.5, 0.5, 0.5]],
+             uniform_samples_for_final_sampling=[0.5])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fn", "change", "message"),
+    [
+        (rejection_sample, {"draft_token_ids": np.array([1, 3], np.int8)}, "draft_token_ids: id 3 outside [-1, 3)"),
+        (rejection_sample, {"bonus_token_ids": [2, -1]}, "bonus_token_ids: id -1 outside [0, 3)"),
+        (rejection_sample, {"cu_num_draft_tokens": [2, 5]}, "cu_num_draft_tokens: id 5 outside [0, 3)"),
+        (rejection_sample, {"cu_num_draft_tokens": [1, 2]},
+         "cu_num_draft_tokens: not the inclusive prefix sums of num_draft_tokens"),
+        (rejection_sample, {"uniform_probs": None}, "uniform_probs: needed (shape (T,)) when some request is not greedy"),
+        (rejection_sample, {"recovery_noise": None},
+         "recovery_noise: needed (shape (B, V), Exp(1)) when some request is not greedy"),
+        (rejection_sample, {"max_spec_len": 1}, "max_spec_len: expected an integer >= 2, got 1"),
+        (rejection_sample, {"num_draft_tokens": [3, -1]}, "num_draft_tokens: counts must be >= 0, got -1"),
+        (tree_speculative_sampling, {"uniform_samples": np.array([[0.5, 1.5, 0.5]], np.float32)},
+         "uniform_samples: uniforms must lie in [0, 1), got np.float32(1.5)"),
+        (tree_speculative_sampling, {"uniform_samples_for_final_sampling": [np.nan]},
+         "uniform_samples_for_final_sampling: uniforms must lie in [0, 1), got np.float64(nan)"),
+        (tree_speculative_sampling, {"retrive_index": [[0, 2, 2]]},
+         "retrive_index: entries must be distinct (each node owns one slot of predicts)"),
+        (tree_speculative_sampling, {"retrive_index": [[0, 1, 3]]}, "retrive_index: id 3 outside [0, 3)"),
+        (tree_speculative_sampling, {"retrive_next_token": [[1, -2, -1]]}, "retrive_next_token: id -2 outside [-1, 3)"),
+        (tree_speculative_sampling, {"candidates": np.array([[0, 1, 2**40]])}, "candidates: id 1099511627776 outside [0, 3)"),
+    ],
+)  # fmt: skip
+def test_checks_in_the_compiled_entries_keep_their_messages(fn, change: dict, message: str) -> None:  # type: ignore[no-untyped-def]
+    """The value checks done in the compiled entries raise the messages the Python layer raised, word for word."""
+    base = _CHAIN if fn is rejection_sample else _TREE
+    with pytest.raises(ValueError) as err:
+        fn(**{**base, **change})
+    assert str(err.value) == message
