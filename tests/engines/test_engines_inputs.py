@@ -152,36 +152,116 @@ def test_validation_in_the_kernel_pass_names_the_first_row(threads: int) -> None
         tree_speculative_sampling(**{**tree, "target_probs": bad}, threads=threads)
 
 
+def test_counts_are_read_in_one_pass() -> None:
+    """A list of plain ints is read without NumPy, to the same int64 counts; anything NumPy would
+    read otherwise (bools, floats, NumPy scalars, past int64, empty) goes through NumPy."""
+    from mdsd_fast import _core
+
+    for counts in ([3, -1, 7], [0], [2**62, 2**62, 2**62], [-(2**63), 2**63 - 1]):
+        for given in (counts, np.array(counts, dtype=np.int64)):
+            lo, hi, total, arr = _core.engines.count_range(given)
+            assert (lo, hi, total) == (min(counts), max(counts), sum(counts))  # exact past int64
+            assert arr.dtype == np.int64 and arr.tolist() == counts
+    for other in ([], [1, True], [1, 2.0], [1, np.int64(2)], [2**63], [1, None]):
+        assert _core.engines.count_range(other) is None
+    tp = np.full((3, 2), 0.5)
+    args = dict(draft_token_ids=[0, 1, 0], draft_probs=None, target_probs=tp, uniform_probs=[0.5] * 3)
+    want = rejection_sample(num_draft_tokens=np.array([1, 2]), bonus_token_ids=[1, 0], recovery_noise=np.ones((2, 2)),
+                            **args)  # fmt: skip
+    np.testing.assert_array_equal(rejection_sample(num_draft_tokens=[1, 2], bonus_token_ids=[1, 0],
+                                                   recovery_noise=np.ones((2, 2)), **args), want)  # fmt: skip
+    np.testing.assert_array_equal(rejection_sample(num_draft_tokens=[True, 2], bonus_token_ids=[1, 0],
+                                                   recovery_noise=np.ones((2, 2)), **args), want)  # fmt: skip
+    with pytest.raises(TypeError, match="num_draft_tokens: expected a 1-D sequence of ints, got float64"):
+        rejection_sample(num_draft_tokens=[1, 2.0], bonus_token_ids=[1, 0], recovery_noise=np.ones((2, 2)), **args)
+    with pytest.raises(ValueError, match="num_draft_tokens: a count of 9223372036854775808 is more than the T = 3"):
+        rejection_sample(num_draft_tokens=[2**63], bonus_token_ids=[1], recovery_noise=np.ones((1, 2)), **args)
+
+
 def test_direct_kernel_calls_check_what_they_index_with() -> None:
-    """The compiled entry points refuse ids, prefix sums and tree links that would index out of
-    bounds, even when called without the Python layer's checks."""
+    """The compiled entry points refuse counts, ids, prefix sums, tree links and slots that would
+    index out of bounds, even when called without the Python layer's checks."""
     from mdsd_fast import _core
 
     p = np.full((2, 4), 0.25, np.float32)
     u, noise = np.full(2, 0.5), np.ones((1, 4), np.float32)
-    ids, cu, bonus = np.array([0, 1]), np.array([2]), np.array([0])
-    assert _core.engines.rejection_sample(ids, cu, None, p, bonus, None, u, noise, 2, 1e-4, 1).shape == (1, 3)
+    ids, counts, bonus = np.array([0, 1]), np.array([2]), np.array([0])
+    assert _core.engines.rejection_sample(ids, counts, None, None, p, bonus, None, u, noise, 2, 1e-4, 1).shape == (1, 3)
+    assert _core.engines.rejection_sample(ids, counts, np.array([2]), None, p, bonus, None, u, noise, 3, 1e-4,
+                                          1).shape == (1, 4)  # fmt: skip
     for bad in (
         dict(ids=np.array([0, 4])),
         dict(ids=np.array([-2, 0])),
-        dict(cu=np.array([3])),
-        dict(cu=np.array([-1])),
+        dict(ids=np.array([[0, 1]])),
+        dict(counts=np.array([3])),
+        dict(counts=np.array([-1])),
+        dict(counts=np.array([1, 1])),  # B = 2: bonus has one entry
+        dict(cu=np.array([1])),
+        dict(cu=np.array([2, 2])),
         dict(bonus=np.array([4])),
         dict(width=-1),
         dict(width=2**62),
+        dict(width=1),
         dict(u=None),
+        dict(u=np.full(3, 0.5)),
     ):
-        a = {"ids": ids, "cu": cu, "bonus": bonus, "width": 2, "u": u, **bad}
-        with pytest.raises(ValueError):
-            _core.engines.rejection_sample(a["ids"], a["cu"], None, p, a["bonus"], None, a["u"], noise, a["width"],
-                                           1e-4, 1)  # fmt: skip
+        a = {"ids": ids, "counts": counts, "cu": None, "bonus": bonus, "width": 2, "u": u, **bad}
+        with pytest.raises((ValueError, TypeError)):
+            _core.engines.rejection_sample(a["ids"], a["counts"], a["cu"], None, p, a["bonus"], None, a["u"], noise,
+                                           a["width"], 1e-4, 1)  # fmt: skip
     tp = np.full((1, 3, 4), 0.25)
     ok = dict(cand=np.array([[0, 1, 2]]), idx=np.array([[0, 1, 2]]), nxt=np.array([[1, -1, -1]]),
-              sib=np.array([[-1, 2, -1]]))  # fmt: skip
-    coins, final = np.full((1, 3), 0.5), np.full(1, 0.5)
-    for bad in (dict(cand=np.array([[0, 1, 4]])), dict(idx=np.array([[0, 1, 3]])), dict(nxt=np.array([[3, -1, -1]])),
-                dict(sib=np.array([[-1, -2, -1]]))):  # fmt: skip
+              sib=np.array([[-1, 2, -1]]), coins=np.full((1, 3), 0.5))  # fmt: skip
+    final = np.full(1, 0.5)
+    want = _core.engines.tree_sample(ok["cand"], None, ok["nxt"], ok["sib"], ok["coins"], final, tp, None, 0,
+                                     "sglang", "", 1.0, 1.0, 1e7, 1e-4, 1)  # fmt: skip
+    for got, exp in zip(want, tree_speculative_sampling([[0, 1, 2]], [[1, -1, -1]], [[-1, 2, -1]], tp,
+                        uniform_samples=ok["coins"], uniform_samples_for_final_sampling=final), strict=True):  # fmt: skip
+        np.testing.assert_array_equal(got, exp)
+    for bad in (dict(cand=np.array([[0, 1, 4]])), dict(idx=np.array([[0, 1, 3]])), dict(idx=np.array([[0, 1, 1]])),
+                dict(idx=np.array([0, 1, 2])), dict(nxt=np.array([[3, -1, -1]])), dict(sib=np.array([[-1, -2, -1]])),
+                dict(cand=np.array([0, 1, 2])), dict(coins=np.full((1, 3), 1.0)), dict(coins=np.full(3, 0.5))):  # fmt: skip
         a = {**ok, **bad}
         with pytest.raises(ValueError):
-            _core.engines.tree_sample(a["cand"], a["idx"], a["nxt"], a["sib"], coins, final, tp, None, 0, "sglang", "",
-                                      1.0, 1.0, 1e7, 1e-4, 1)  # fmt: skip
+            _core.engines.tree_sample(a["cand"], a["idx"], a["nxt"], a["sib"], a["coins"], final, tp, None, 0,
+                                      "sglang", "", 1.0, 1.0, 1e7, 1e-4, 1)  # fmt: skip
+
+
+_CHAIN = dict(draft_token_ids=[1, 0], num_draft_tokens=[2, 0], draft_probs=np.full((2, 3), 1 / 3),
+              target_probs=np.array([[0.2, 0.3, 0.5], [0.6, 0.2, 0.2]]), bonus_token_ids=[[2], [1]],
+              uniform_probs=[0.5, 0.5], recovery_noise=np.ones((2, 3)))  # fmt: skip
+_TREE = dict(candidates=[[0, 1, 2]], retrive_next_token=[[1, -1, -1]], retrive_next_sibling=[[-1, 2, -1]],
+             target_probs=np.full((1, 3, 3), 1 / 3), uniform_samples=[[0.5, 0.5, 0.5]],
+             uniform_samples_for_final_sampling=[0.5])  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("fn", "change", "message"),
+    [
+        (rejection_sample, {"draft_token_ids": np.array([1, 3], np.int8)}, "draft_token_ids: id 3 outside [-1, 3)"),
+        (rejection_sample, {"bonus_token_ids": [2, -1]}, "bonus_token_ids: id -1 outside [0, 3)"),
+        (rejection_sample, {"cu_num_draft_tokens": [2, 5]}, "cu_num_draft_tokens: id 5 outside [0, 3)"),
+        (rejection_sample, {"cu_num_draft_tokens": [1, 2]},
+         "cu_num_draft_tokens: not the inclusive prefix sums of num_draft_tokens"),
+        (rejection_sample, {"uniform_probs": None}, "uniform_probs: needed (shape (T,)) when some request is not greedy"),
+        (rejection_sample, {"recovery_noise": None},
+         "recovery_noise: needed (shape (B, V), Exp(1)) when some request is not greedy"),
+        (rejection_sample, {"max_spec_len": 1}, "max_spec_len: expected an integer >= 2, got 1"),
+        (rejection_sample, {"num_draft_tokens": [3, -1]}, "num_draft_tokens: counts must be >= 0, got -1"),
+        (tree_speculative_sampling, {"uniform_samples": np.array([[0.5, 1.5, 0.5]], np.float32)},
+         "uniform_samples: uniforms must lie in [0, 1), got np.float32(1.5)"),
+        (tree_speculative_sampling, {"uniform_samples_for_final_sampling": [np.nan]},
+         "uniform_samples_for_final_sampling: uniforms must lie in [0, 1), got np.float64(nan)"),
+        (tree_speculative_sampling, {"retrive_index": [[0, 2, 2]]},
+         "retrive_index: entries must be distinct (each node owns one slot of predicts)"),
+        (tree_speculative_sampling, {"retrive_index": [[0, 1, 3]]}, "retrive_index: id 3 outside [0, 3)"),
+        (tree_speculative_sampling, {"retrive_next_token": [[1, -2, -1]]}, "retrive_next_token: id -2 outside [-1, 3)"),
+        (tree_speculative_sampling, {"candidates": np.array([[0, 1, 2**40]])}, "candidates: id 1099511627776 outside [0, 3)"),
+    ],
+)  # fmt: skip
+def test_checks_in_the_compiled_entries_keep_their_messages(fn, change: dict, message: str) -> None:  # type: ignore[no-untyped-def]
+    """The value checks done in the compiled entries raise the messages the Python layer raised, word for word."""
+    base = _CHAIN if fn is rejection_sample else _TREE
+    with pytest.raises(ValueError) as err:
+        fn(**{**base, **change})
+    assert str(err.value) == message

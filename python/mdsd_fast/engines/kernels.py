@@ -58,16 +58,16 @@ class TreeVerification(NamedTuple):
     accept_token_num: Any  #: (B,): accepted nodes per request, the root not counted
 
 
-def _is_torch(x: Any) -> bool:
-    torch = sys.modules.get("torch")  # a tensor implies torch is imported: never import it here
-    return torch is not None and isinstance(x, torch.Tensor)
+_I64_MAX = int(np.iinfo(np.int64).max)
+_MOST_TOKENS = LIMITS["max_alloc_bytes"] // 4  # int32 entries of an output within the limit
 
 
 def _any_torch(*xs: Any) -> bool:
-    torch = sys.modules.get("torch")
+    torch = sys.modules.get("torch")  # a tensor implies torch is imported: never import it here
     if torch is not None:
+        tensor, plain = torch.Tensor, np.ndarray
         for x in xs:
-            if isinstance(x, torch.Tensor):
+            if x is not None and type(x) is not plain and isinstance(x, tensor):
                 return True
     return False
 
@@ -76,63 +76,57 @@ def _numpy(name: str, x: Any) -> NDArray[Any]:
     """A NumPy view of an array-like or a CPU torch tensor (its memory, not a copy)."""
     if isinstance(x, np.ndarray):
         return x
-    if _is_torch(x):
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(x, torch.Tensor):
         if x.device.type != "cpu":
             raise ValueError(f"{name}: expected a CPU tensor, got one on {x.device}; move it with .cpu()")
         try:
-            return np.asarray(x.detach().numpy())
+            view: NDArray[Any] = x.detach().numpy()
         except TypeError as exc:  # bfloat16 and other dtypes NumPy lacks
             raise TypeError(f"{name}: unsupported tensor dtype {x.dtype} ({exc})") from None
+        return view
     return as_array(name, x)
 
 
-def _shape(name: str, arr: NDArray[Any], shape: tuple[int | None, ...], spelled: str) -> None:
-    ok = arr.ndim == len(shape)
-    if ok:
-        for want, got in zip(shape, arr.shape, strict=True):
-            if want is not None and want != got:
-                ok = False
-    if not ok:
-        raise ValueError(f"{name}: expected shape {spelled}, got {arr.shape}")
-
-
-def _ids(name: str, x: Any, shape: tuple[int | None, ...], spelled: str, lo: int, hi: int) -> NDArray[np.int64]:
-    """Integer ids of a given shape, each in [lo, hi) (checked in their own dtype, before the cast),
-    as C-contiguous int64."""
-    arr = _numpy(name, x)
-    if arr.size == 0 and isinstance(x, (list, tuple)):
+def _ids(name: str, x: Any, shape: tuple[int, ...], lo: int, hi: int, alt: tuple[int, ...] = ()) -> NDArray[Any]:
+    """Integer ids of a given shape (or ``alt``), as given (no copy). The kernels check that each lies
+    in [lo, hi), on its int64 value; a uint64 above int64's range (which the cast would wrap) is
+    refused here, in its own dtype."""
+    arr = x if type(x) is np.ndarray else _numpy(name, x)
+    if arr.dtype.kind not in "iu":  # bools are kind "b"
+        if arr.size or not isinstance(x, (list, tuple)):
+            raise TypeError(f"{name}: expected integer ids, got dtype {arr.dtype}")
         arr = arr.astype(np.int64)  # np.asarray([]) is float64
-    if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
-        raise TypeError(f"{name}: expected integer ids, got dtype {arr.dtype}")
-    _shape(name, arr, shape, spelled)
-    if arr.size and (arr.min() < lo or arr.max() >= hi):
-        bad = arr[(arr < lo) | (arr >= hi)].flat[0]  # read in the input dtype: no int64 wrap-around
+    if arr.shape != shape and (not alt or arr.shape != alt):
+        raise ValueError(f"{name}: expected shape {f'{alt} or {shape}' if alt else shape}, got {arr.shape}")
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8 and arr.size and arr.max() > _I64_MAX:
+        bad = arr[(arr < lo) | (arr >= hi)].flat[0]
         raise ValueError(f"{name}: id {int(bad)} outside [{lo}, {hi})")
-    return np.ascontiguousarray(arr, dtype=np.int64)
-
-
-def _floats(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[Any]:
-    """A float32 or float64 array of the given shape, as given (no copy: the kernels read it in place)."""
-    arr = _numpy(name, x)
-    if arr.dtype.kind != "f" or arr.dtype.itemsize not in (4, 8):
-        raise TypeError(f"{name}: expected float32 or float64 values, got dtype {arr.dtype}")
-    _shape(name, arr, shape, spelled)
     return arr
 
 
-def _uniforms(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[np.float64]:
-    """Uniforms in [0, 1) as C-contiguous float64 (one per draft or node: a small copy)."""
-    arr = _floats(name, x, shape, spelled)
-    bad = ~((arr >= 0.0) & (arr < 1.0))
-    if bad.any():
-        raise ValueError(f"{name}: uniforms must lie in [0, 1), got {arr[bad].flat[0]!r}")
-    return np.ascontiguousarray(arr, dtype=np.float64)
+def _float_dtype(name: str, x: Any) -> NDArray[Any]:
+    arr = x if type(x) is np.ndarray else _numpy(name, x)
+    if arr.dtype.char not in "fd":  # float32, float64, either byte order
+        raise TypeError(f"{name}: expected float32 or float64 values, got dtype {arr.dtype}")
+    return arr
 
 
-def _probs(name: str, x: Any, shape: tuple[int | None, ...], spelled: str) -> NDArray[Any]:
+def _floats(name: str, x: Any, shape: tuple[int, ...]) -> NDArray[Any]:
+    """A float32 or float64 array of the given shape, as given (no copy: the kernels read it in place
+    and check its values in their own pass)."""
+    arr = _float_dtype(name, x)
+    if arr.shape != shape:
+        raise ValueError(f"{name}: expected shape {shape}, got {arr.shape}")
+    return arr
+
+
+def _probs(name: str, x: Any, ndim: int, spelled: str) -> NDArray[Any]:
     """Probability rows along the last axis, float32 or float64 as given; the kernels check that
     they are finite and non-negative and that each sums to 1 within SUM_TOL, in their own pass."""
-    out = _floats(name, x, shape, spelled)
+    out = _float_dtype(name, x)
+    if out.ndim != ndim:
+        raise ValueError(f"{name}: expected shape {spelled}, got {out.shape}")
     if not 1 <= out.shape[-1] <= MAX_V:
         raise ValueError(f"{name}: V = {out.shape[-1]} tokens; expected 1 <= V <= {MAX_V} (int32 token ids)")
     return out
@@ -143,6 +137,33 @@ def _same_dtype(tp: NDArray[Any], dp: NDArray[Any] | None) -> tuple[NDArray[Any]
     if dp is None or dp.dtype == tp.dtype:
         return tp, dp
     return tp.astype(np.float64), dp.astype(np.float64)
+
+
+def _counts(x: Any, T: int) -> tuple[NDArray[np.int64], int]:
+    """num_draft_tokens as int64, each count in [0, T] and the counts summing to T, and the largest
+    count. A list of plain ints is read in one compiled pass; anything else through NumPy, each
+    count read in its own dtype (a uint64 2**64 - 1 is not -1)."""
+    got = _core.engines.count_range(x) if type(x) is list else None
+    if got is None:
+        counts = _numpy("num_draft_tokens", x)
+        if counts.ndim == 1 and counts.size == 0:
+            counts = counts.astype(np.int64)  # an empty batch: np.asarray([]) is float64
+        if counts.dtype.kind not in "iu" or counts.ndim != 1:
+            raise TypeError(
+                f"num_draft_tokens: expected a 1-D sequence of ints, got {counts.dtype} shape {counts.shape}"
+            )
+        if counts.dtype.kind == "u" and counts.dtype.itemsize == 8 and counts.size and counts.max() > _I64_MAX:
+            got = (0, int(counts.max()), 0, counts)  # above T: refused below
+        else:
+            got = _core.engines.count_range(counts)
+    lo, hi, total, counts = got
+    if lo < 0:
+        raise ValueError(f"num_draft_tokens: counts must be >= 0, got {lo}")
+    if hi > T:
+        raise ValueError(f"num_draft_tokens: a count of {hi} is more than the T = {T} rows")
+    if total != T:
+        raise ValueError(f"num_draft_tokens: the counts sum to {total}, but there are T = {T} rows")
+    return counts, hi
 
 
 def _output_bytes(name: str, rows: int, width: int) -> None:
@@ -214,64 +235,45 @@ def rejection_sample(
     -------
     int32 (B, max_spec_len + 1): accepted drafts, then the recovered or bonus token, then -1.
     """
-    inputs = (draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids, uniform_probs)
-    as_torch = _any_torch(*inputs, recovery_noise, is_greedy, cu_num_draft_tokens)
-    tp = _probs("target_probs", target_probs, (None, None), "(T, V)")
+    as_torch = _any_torch(draft_token_ids, num_draft_tokens, draft_probs, target_probs, bonus_token_ids,
+                          uniform_probs, recovery_noise, is_greedy, cu_num_draft_tokens)  # fmt: skip
+    # Types, shapes and the counts (which fix B and T) here; the other values in the kernel, in
+    # this order: cu_num_draft_tokens, draft and bonus ids, then the rows, the uniforms and the
+    # noise in its own pass.
+    tp = _probs("target_probs", target_probs, 2, "(T, V)")
     T, V = tp.shape
-    counts = _numpy("num_draft_tokens", num_draft_tokens)
-    if counts.ndim == 1 and counts.size == 0:
-        counts = counts.astype(np.int64)  # an empty batch: np.asarray([]) is float64
-    if counts.dtype == np.bool_ or counts.dtype.kind not in "iu" or counts.ndim != 1:
-        raise TypeError(f"num_draft_tokens: expected a 1-D sequence of ints, got {counts.dtype} shape {counts.shape}")
-    # each count in [0, T], checked in its own dtype before the cast (a uint64 2**64 - 1 is not -1)
-    lo, hi = (int(counts.min()), int(counts.max())) if counts.size else (0, 0)
-    if lo < 0:
-        raise ValueError(f"num_draft_tokens: counts must be >= 0, got {lo}")
-    if hi > T:
-        raise ValueError(f"num_draft_tokens: a count of {hi} is more than the T = {T} rows")
-    counts = counts.astype(np.int64, copy=False)
+    counts, hi = _counts(num_draft_tokens, T)
     B = counts.shape[0]
-    cu = np.cumsum(counts)  # <= B * T: no overflow
-    if int(cu[-1] if B else 0) != T:
-        raise ValueError(f"num_draft_tokens: the counts sum to {int(cu[-1] if B else 0)}, but there are T = {T} rows")
-    if cu_num_draft_tokens is not None:
-        given = _ids("cu_num_draft_tokens", cu_num_draft_tokens, (B,), f"({B},)", 0, T + 1)
-        if not np.array_equal(given, cu):
-            raise ValueError("cu_num_draft_tokens: not the inclusive prefix sums of num_draft_tokens")
+    cu = None
+    if cu_num_draft_tokens is not None:  # its values: the kernel's
+        cu = _ids("cu_num_draft_tokens", cu_num_draft_tokens, (B,), 0, T + 1)
     width = hi if max_spec_len is None else _count("max_spec_len", max_spec_len, hi)
-    _output_bytes("max_spec_len", B, width + 1)
-    drafts = _ids("draft_token_ids", draft_token_ids, (T,), f"({T},)", -1, V)
-    bonus = _numpy("bonus_token_ids", bonus_token_ids)
-    bonus = bonus.reshape(B) if bonus.shape == (B, 1) else bonus
-    bonus_ids = _ids("bonus_token_ids", bonus, (B,), f"({B}, 1) or ({B},)", 0, V)
-    dp = None if draft_probs is None else _probs("draft_probs", draft_probs, (T, V), f"({T}, {V})")
+    if max(B, 1) * (width + 1) > _MOST_TOKENS:
+        _output_bytes("max_spec_len", B, width + 1)
+    drafts = _ids("draft_token_ids", draft_token_ids, (T,), -1, V)
+    bonus = bonus_token_ids if type(bonus_token_ids) is np.ndarray else _numpy("bonus_token_ids", bonus_token_ids)
+    bonus = _ids("bonus_token_ids", bonus, (B,), 0, V, (B, 1))
+    dp = None if draft_probs is None else _floats("draft_probs", draft_probs, (T, V))
     tp, dp = _same_dtype(tp, dp)
     greedy = None
     if is_greedy is not None:
-        g = _numpy("is_greedy", is_greedy)
-        if g.dtype != np.bool_:
-            raise TypeError(f"is_greedy: expected bools, got dtype {g.dtype}")
-        _shape("is_greedy", g, (B,), f"({B},)")
-        greedy = np.ascontiguousarray(g, dtype=np.uint8)
-    # the uniforms are read only at the drafts of non-greedy requests
-    random_drafts = T if greedy is None else int(counts[greedy == 0].sum())
-    u = noise = None
-    if uniform_probs is not None or random_drafts:
-        if uniform_probs is None:
-            raise ValueError("uniform_probs: needed (shape (T,)) when some request is not greedy")
-        # in [0, 1): checked by the kernel, in its pass
-        u = np.ascontiguousarray(_floats("uniform_probs", uniform_probs, (T,), f"({T},)"), dtype=np.float64)
-    if recovery_noise is not None or random_drafts:
-        if recovery_noise is None:
-            raise ValueError("recovery_noise: needed (shape (B, V), Exp(1)) when some request is not greedy")
-        noise = _floats("recovery_noise", recovery_noise, (B, V), f"({B}, {V})")
+        greedy = is_greedy if type(is_greedy) is np.ndarray else _numpy("is_greedy", is_greedy)
+        if greedy.dtype != np.bool_:
+            raise TypeError(f"is_greedy: expected bools, got dtype {greedy.dtype}")
+        if greedy.shape != (B,):
+            raise ValueError(f"is_greedy: expected shape {(B,)}, got {greedy.shape}")
+    # needed when a non-greedy request has drafts (the kernel says so); in [0, 1) and finite > 0
+    u = None if uniform_probs is None else _floats("uniform_probs", uniform_probs, (T,))
+    noise = None if recovery_noise is None else _floats("recovery_noise", recovery_noise, (B, V))
     out = _core.engines.rejection_sample(
-        drafts, cu, dp, tp, bonus_ids, greedy, u, noise, width, SUM_TOL, check_threads(threads)
+        drafts, counts, cu, dp, tp, bonus, greedy, u, noise, width, SUM_TOL, check_threads(threads)
     )
     return _out(out, as_torch)
 
 
 def _threshold(name: str, x: Any) -> float:
+    if type(x) is float and 0.0 <= x <= 1.0:
+        return x
     if isinstance(x, (bool, np.bool_)) or not isinstance(x, numbers.Real):
         raise TypeError(f"{name}: expected a number in [0, 1], got {type(x).__name__}")
     if not 0.0 <= float(x) <= 1.0:
@@ -331,30 +333,26 @@ def tree_speculative_sampling(
     -------
     TreeVerification(predicts, accept_index, accept_token_num), int32, SGLang's layout.
     """
-    inputs = (candidates, retrive_next_token, retrive_next_sibling, target_probs, uniform_samples)
-    as_torch = _any_torch(*inputs, uniform_samples_for_final_sampling, draft_probs, retrive_index)
+    as_torch = _any_torch(candidates, retrive_next_token, retrive_next_sibling, target_probs, uniform_samples,
+                          uniform_samples_for_final_sampling, draft_probs, retrive_index)  # fmt: skip
     if not isinstance(verifier, str) or verifier not in TREE_VERIFIERS:
         raise ValueError(f"verifier: expected one of {', '.join(map(repr, TREE_VERIFIERS))}, got {verifier!r}")
     own = verifier in ("sglang", "sglang-pre-35798")
-    tp = _probs("target_probs", target_probs, (None, None, None), "(B, N, V)")
+    # Types and shapes here (attribute reads); the values in the kernel, in the order of its errors:
+    # ids (candidates in [0, V), links in [-1, N), retrive_index in [0, B * N) and distinct), the
+    # uniforms in [0, 1), then the tree and the rows in its own pass.
+    tp = _probs("target_probs", target_probs, 3, "(B, N, V)")
     B, N, V = tp.shape
     if N == 0:
         raise ValueError("target_probs: a tree needs at least its root (N >= 1)")
-    shape, spelled = (B, N), f"({B}, {N})"
-    cand = _ids("candidates", candidates, shape, spelled, 0, V)
-    nxt = _ids("retrive_next_token", retrive_next_token, shape, spelled, -1, N)
-    sib = _ids("retrive_next_sibling", retrive_next_sibling, shape, spelled, -1, N)
-    if retrive_index is None:
-        idx = np.arange(B * N, dtype=np.int64).reshape(B, N)
-    else:
-        idx = _ids("retrive_index", retrive_index, shape, spelled, 0, B * N)
-        if np.unique(idx).size != idx.size:
-            raise ValueError("retrive_index: entries must be distinct (each node owns one slot of predicts)")
-    coins = _uniforms("uniform_samples", uniform_samples, shape, spelled)
-    final = _uniforms("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, (B,), f"({B},)")
-    dp = None
-    if draft_probs is not None:
-        dp = _probs("draft_probs", draft_probs, (B, N, V), f"({B}, {N}, {V})")
+    shape = (B, N)
+    cand = _ids("candidates", candidates, shape, 0, V)
+    nxt = _ids("retrive_next_token", retrive_next_token, shape, -1, N)
+    sib = _ids("retrive_next_sibling", retrive_next_sibling, shape, -1, N)
+    idx = None if retrive_index is None else _ids("retrive_index", retrive_index, shape, 0, B * N)
+    coins = _floats("uniform_samples", uniform_samples, shape)
+    final = _floats("uniform_samples_for_final_sampling", uniform_samples_for_final_sampling, (B,))
+    dp = None if draft_probs is None else _floats("draft_probs", draft_probs, (B, N, V))
     tp, dp = _same_dtype(tp, dp)
     spec = 0 if num_speculative_tokens is None else _count("num_speculative_tokens", num_speculative_tokens, 1)
     if spec > N:
@@ -372,21 +370,7 @@ def tree_speculative_sampling(
         raise ValueError(f"scheme: verifier={verifier!r} takes no draft scheme")
     budget = _work_budget(work_budget)
     predicts, accept_index, accept_num = _core.engines.tree_sample(
-        cand,
-        idx,
-        nxt,
-        sib,
-        coins,
-        final,
-        tp,
-        dp,
-        spec,
-        verifier,
-        sch,
-        th_single,
-        th_acc,
-        budget,
-        SUM_TOL,
+        cand, idx, nxt, sib, coins, final, tp, dp, spec, verifier, sch, th_single, th_acc, budget, SUM_TOL,
         check_threads(threads),
-    )
+    )  # fmt: skip
     return TreeVerification(_out(predicts, as_torch), _out(accept_index, as_torch), _out(accept_num, as_torch))

@@ -48,8 +48,8 @@ namespace mdsd::engines {
 
 enum class Rule { Sglang, SglangPre35798, Registry };
 
-// Row-major views: ids and uniforms checked by python/mdsd_fast/engines/ (the tree shape and the
-// probability rows are checked here); probability row (b, i) starts at (b * N + i) * stride.
+// Row-major views: ids, slots and uniforms checked by the binding (cpp/bindings/engines_tree.cpp;
+// the tree shape and the probability rows are checked here); row (b, i) starts at (b * N + i) * stride.
 template <class P>
 struct TreeBatch {
     int64_t B = 0, N = 0, V = 0;

@@ -29,7 +29,7 @@
 namespace mdsd::engines {
 
 // Row-major views; rows of target_probs / draft_probs / recovery_noise are `*_stride` entries
-// apart, each row contiguous. Ids and counts arrive checked from python/mdsd_fast/engines/.
+// apart, each row contiguous. Ids and counts arrive checked by the binding (bindings/engines.cpp).
 template <class P, class E>
 struct ChainBatch {
     int64_t B = 0, T = 0, V = 0, max_spec_len = 0;
