@@ -31,6 +31,7 @@ SECTIONS: list[tuple[str, str, str, str]] = [
     ("package/import_time.json", "", "", ""),
     ("verifiers/one_tuple_per_row.json", "", "", ""),
     ("verifiers/optimal_wor_route.json", "", "", ""),
+    ("verifiers/lifted_exact.json", "", "", ""),
     ("intervals/bounds_throughput.json", "", "", ""),
     ("engines/rejection_sample_speed.json", "", "", ""),
     ("logs/stream_positions_200k_idle.jsonl", "Logs: 200,000 top-20 positions written, read and reported (idle cores)",

@@ -203,7 +203,7 @@ def main() -> int:
                             f"{r['plan_us_per_row']:,.1f}",
                             f"{r['planless_us_per_row']:,.1f}",
                             f"{r['speedup']:.1f}",
-                            "same bits" if r["same_bits"] else f"|diff| ≤ {r['max_abs_diff']:.0e}",
+                            "same bits" if r["same_bits"] else f"max abs diff ≤ {r['max_abs_diff']:.0e}",
                             ""
                             if r["scan_route_us_per_row_at_least"] is None
                             else f"{r['scan_route_us_per_row_at_least']:,.0f}",
