@@ -191,7 +191,7 @@ def main() -> int:
     args = ap.parse_args()
     rows = []
     print(
-        "| (k, n) | sets | alpha* | mdsd flow ms | mdsd HiGHS ms | OR-Tools build+solve ms | linprog ms | networkx ms | max |diff| | OR-Tools / mdsd flow |"
+        "| (k, n) | sets | alpha* | mdsd flow ms | mdsd HiGHS ms | OR-Tools build+solve ms | linprog ms | networkx ms | max abs diff | OR-Tools / mdsd flow |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for k, n in SIZES:
