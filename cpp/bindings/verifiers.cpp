@@ -285,20 +285,11 @@ py::tuple exact_closed(const std::string& name, const py::array& p, const py::ar
     if (n < 1 || n > mdsd::limits::kMaxDrafts) throw std::invalid_argument("n: out of range");
     if (prepared && fk != 2) throw std::invalid_argument("p, q: prepared rows are float64");
     const int64_t B = p.shape(0), V = p.shape(1);
-    I64 ids;
-    if (!ids_obj.is_none()) {
-        if (!prepared) throw std::invalid_argument("ids: only with prepared rows");
-        ids = ids_obj.cast<I64>();
-        if (ids.ndim() != 2 || ids.shape(0) != B || ids.shape(1) != V)
-            throw std::invalid_argument("ids: expected shape (B, V) of p and q");
-        if (vocab < 1 || vocab > mdsd::limits::kMaxVocab) throw std::invalid_argument("vocab: out of range");
-        for (int64_t k = 0; k < B * V; ++k)
-            if (ids.data()[k] >= vocab) throw std::invalid_argument("ids: an id at or above vocab");
-    }
+    mdsd::bindings::UnionIds ids;
+    const int64_t* id = mdsd::bindings::union_ids(ids_obj, prepared, B, V, vocab, ids);
     py::array_t<double> acc(B);
     std::vector<d::RowCheck> rchk(static_cast<std::size_t>(B));
     std::vector<int64_t> short_of(static_cast<std::size_t>(B), -1);
-    const int64_t* id = ids_obj.is_none() ? nullptr : ids.data();
     if (fk == 1)
         closed_rows(kind, static_cast<const float*>(p.data()), static_cast<const float*>(q.data()), B, V, n, tol,
                     prepared, id, vocab, threads, acc.mutable_data(), rchk, short_of);
