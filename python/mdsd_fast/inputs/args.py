@@ -98,13 +98,17 @@ def _size(b: int) -> str:
 MAX_SAMPLES = 2**44 - 1
 
 
-def _seed(rng: Any) -> int:
-    """One 64-bit seed from anything numpy.random.default_rng accepts (SPEC 7)."""
+def _generator(rng: Any) -> np.random.Generator:
+    """numpy.random.default_rng(rng), its error naming ``rng``."""
     try:
-        gen = np.random.default_rng(rng)
+        return np.random.default_rng(rng)
     except (TypeError, ValueError) as exc:
         raise type(exc)(f"rng: expected anything numpy.random.default_rng accepts, got {rng!r} ({exc})") from None
-    return int(gen.integers(0, 2**64, dtype=np.uint64))
+
+
+def _seed(rng: Any) -> int:
+    """One 64-bit seed from anything numpy.random.default_rng accepts (SPEC 7)."""
+    return int(_generator(rng).integers(0, 2**64, dtype=np.uint64))
 
 
 def _threads(threads: Any) -> int:

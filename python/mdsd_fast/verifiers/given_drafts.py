@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from .. import _core
-from ..inputs.args import _drafts, _row_ids, _seed, _threads, _work_budget
+from ..inputs.args import _drafts, _generator, _row_ids, _seed, _threads, _work_budget
 from ..inputs.kinds import is_sparse
 from ..inputs.pairs import raw_batch, raw_rows
 from ..inputs.rules import SUM_TOL, check_n, check_pair_shapes, raise_row_error
@@ -38,6 +38,7 @@ def _verify_direct(
     threads: Any,
     row_ids: Any,
     work_budget: Any = None,
+    seed: int | None = None,
 ) -> Any:
     """The engine case, one tuple per row of dense (B, V) p, q (or one tuple of a (V,) pair), for "sd", "rrs", "rrs-wor", "kseq"
     and "optimal" with i.i.d. drafts: no plan, and no validated copy of p and q either (the C++
@@ -70,7 +71,7 @@ def _verify_direct(
     ids = _row_ids(row_ids, B)
     try:
         tokens, accepted, err = _core.verifiers.verify_direct(
-            name, pr, qr, d64, _seed(rng), _threads(threads), ids, SUM_TOL
+            name, pr, qr, d64, _seed(rng) if seed is None else seed, _threads(threads), ids, SUM_TOL
         )
     except ValueError as exc:
         if one:  # one tuple: no row to name
@@ -191,3 +192,36 @@ def _verify_planned(
     if d.ndim == 1 and not batched:
         return int(tokens[0]), bool(accepted[0])
     return tokens, accepted
+
+
+#: The verifiers whose one simulated step of a (V,) pair skips the plan (:func:`one_step`): the plan-free
+#: route of :func:`verify` with the i.i.d. drafts they verify.
+ONE_STEP = ("sd", "rrs", "kseq", "optimal")
+
+
+def one_step(name: Any, p: Any, q: Any, n: Any, rng: Any, scheme: Any, threads: Any, work_budget: Any) -> Any:
+    """``simulate(..., samples=1)`` of one dense (V,) float pair without a plan, or None where the
+    plan route must answer: the n drafts drawn i.i.d. from q by its cumulative sums (one pass), then
+    verified by :func:`verify`'s plan-free route, which validates both rows in C++ (an invalid q is
+    reported there, before its drafts are seen). The law of the plan route; for a seed, other draws.
+    Returns (tokens (1,), accepted (1,), drafts (1, n))."""
+    if not isinstance(name, str) or name not in ONE_STEP or type(p) is not np.ndarray or type(q) is not np.ndarray:
+        return None
+    if p.ndim != 1 or p.shape != q.shape or p.dtype not in _FLOATS or q.dtype not in _FLOATS or not p.size:
+        return None
+    v = lookup(name)
+    if scheme is not None and v.resolve_scheme(scheme) != v.scheme:
+        return None
+    nn = v.check_n(check_n(n))
+    gen = _generator(rng)
+    c = np.cumsum(q, dtype=np.float64)
+    d = np.searchsorted(c, gen.random(nn) * c[-1], side="right")
+    np.minimum(d, p.size - 1, out=d)  # u * c[-1] < c[-1] except for a q that verify refuses
+    seed = int(gen.integers(0, 2**64, dtype=np.uint64))  # the verifier's stream, as _seed draws it
+    out = _verify_direct(name, p, q, d, None, scheme, threads, None, work_budget, seed=seed)
+    if out is None:
+        return None
+    return np.array([out[0]], dtype=np.int64), np.array([out[1]]), d[None].astype(np.int64, copy=False)
+
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))

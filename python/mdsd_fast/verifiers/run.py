@@ -344,12 +344,22 @@ def simulate(
     Drafting and verification both run in C++ (GIL released, blocks of samples split over
     threads). Same arguments as :func:`acceptance` (``work_budget`` and ``row_ids`` included).
 
+    One step of one (V,) pair (``samples=1``, float rows, no ``row_ids``) of "sd", "rrs", "kseq" or
+    "optimal" with i.i.d. drafts builds no plan: its drafts are drawn from q and verified by
+    :func:`verify`'s plan-free route (the same law; for a seed, other draws than a plan's).
+
     Returns
     -------
     Simulation(tokens, accepted, drafts): int64 (samples,), bool (samples,), int64 (samples, n);
     each with a leading batch axis B for (B, V) input.
     """
     samples = _samples(samples, minimum=0)
+    if samples == 1 and row_ids is None:  # one step of one pair: no plan (verify's plan-free route)
+        from .given_drafts import one_step
+
+        step = one_step(name, p, q, n, rng, scheme, threads, work_budget)
+        if step is not None:
+            return Simulation(*step)
     batch, batched, col_ids = _prepare_ids(name, p, q, n, scheme, threads, work_budget)
     need = batch.B * samples * (17 + 8 * batch.n)
     if need > SIMULATE_BUDGET_BYTES:
