@@ -11,6 +11,7 @@ mdsd_fast / numpy, and each run repeats every case. Public calls use the default
 
 Cases (the targets they are held to are in bench/README.md):
 - ``verify("rrs")`` / ``verify("kseq")`` of one 1-D tuple of n = 4 drafts at V = 8, 1,000, 32,000;
+- ``simulate("rrs", p, q, 4, 1)``, one step (drafts drawn from q, then verified), same V;
 - ``optimal_acceptance(p, q, 4, "iid")`` at V = 64 and 32,000;
 - ``acceptance("rrs", p, q, 4)`` at V = 8, 64, 1,000;
 - ``threads=None`` against ``threads=1`` on a single-row ``verify("rrs")``;
@@ -52,6 +53,12 @@ def checked(x: np.ndarray) -> np.ndarray:
 def draw(r: np.ndarray, g: np.random.Generator) -> int:
     c = np.cumsum(r)
     return int(min(np.searchsorted(c, g.random() * c[-1], side="right"), len(r) - 1))
+
+
+def np_drafts(q: np.ndarray, n: int, g: np.random.Generator) -> np.ndarray:
+    """n i.i.d. drafts from q (checked), by its cumulative sums."""
+    c = np.cumsum(checked(q))
+    return np.minimum(np.searchsorted(c, g.random(n) * c[-1], side="right"), len(q) - 1)
 
 
 def np_rrs(p: np.ndarray, q: np.ndarray, drafts: np.ndarray, g: np.random.Generator) -> tuple[int, bool]:
@@ -171,6 +178,14 @@ def cases(rounds: int) -> list[dict[str, Any]]:
                     name, p1, q1, d1, 12345, 0, None, 1e-4
                 ),
             )
+        add(
+            f'simulate("rrs", p, q, {N}, 1), one step',
+            V,
+            lambda p=p, q=q: mf.simulate("rrs", p, q, N, 1, rng=g),
+            lambda p=p, q=q: np_rrs(p, q, np_drafts(q, N, g), g),
+            1.5 if V <= 8 else 1.0,
+            "numpy",
+        )
     for V in (64, 32_000):
         p, q = llm_like(np.random.default_rng(V + 1), V)
         add(

@@ -45,6 +45,7 @@ from ..inputs.kinds import is_sparse
 from ..inputs.pairs import pair_rows, raw_pair
 from ..inputs.rules import SUM_TOL, check_bool, check_n, check_support, mixed_parts, raise_row_error
 from ..limits import WOR_WORK_BUDGET
+from .direct import one_step
 from .table import VerifierFacts, lookup
 
 __all__ = [
@@ -355,8 +356,6 @@ def simulate(
     """
     samples = _samples(samples, minimum=0)
     if samples == 1 and row_ids is None:  # one step of one pair: no plan (verify's plan-free route)
-        from .given_drafts import one_step
-
         step = one_step(name, p, q, n, rng, scheme, threads, work_budget)
         if step is not None:
             return Simulation(*step)
