@@ -36,6 +36,16 @@ inline const int64_t* union_ids(const py::object& ids_obj, bool prepared, int64_
     return keep.data();
 }
 
+// (0, status, side, row, value) for the first broken rule of p in any row, else of q; None if
+// every row is valid (the error tuple exact_closed and exact_lifted hand to Python's raise_row_error).
+inline py::object first_row_error(const std::vector<mdsd::verif::direct::RowCheck>& rchk) {
+    for (int side = 0; side < 2; ++side)
+        for (std::size_t i = 0; i < rchk.size(); ++i)
+            if (rchk[i].status[side] != mdsd::validate::kOk)
+                return py::make_tuple(0, rchk[i].status[side], side, static_cast<int64_t>(i), rchk[i].value[side]);
+    return py::none();
+}
+
 // (acc[B], None); (None, (0, status, side, row, value)) for an invalid row (the first broken rule
 // of p in any row, else of q); (None, (1, row, support, 0, 0)) for the first row whose q has too
 // few tokens with q > 0 for the scheme. A row whose rrs-wor recursion costs more than `budget`
@@ -71,11 +81,7 @@ inline py::tuple exact_lifted(const std::string& name, const py::array& p, const
             py::gil_scoped_release nogil;
             d::lifted_rows(s, pp, qq, B, V, n, tol, prepared, id, vocab, budget, threads, rchk, rows);
         }
-        for (int side = 0; side < 2; ++side)
-            for (int64_t i = 0; i < B; ++i)
-                if (rchk[i].status[side] != mdsd::validate::kOk)
-                    return py::make_tuple(py::none(),
-                                          py::make_tuple(0, rchk[i].status[side], side, i, rchk[i].value[side]));
+        if (py::object err = first_row_error(rchk); !err.is_none()) return py::make_tuple(py::none(), err);
         for (int64_t i = 0; i < B; ++i)
             if (rows[i].short_of >= 0) return py::make_tuple(py::none(), py::make_tuple(1, i, rows[i].short_of, 0, 0));
         for (int64_t i = 0; i < B; ++i)

@@ -296,11 +296,7 @@ py::tuple exact_closed(const std::string& name, const py::array& p, const py::ar
     else
         closed_rows(kind, static_cast<const double*>(p.data()), static_cast<const double*>(q.data()), B, V, n, tol,
                     prepared, id, vocab, threads, acc.mutable_data(), rchk, short_of);
-    for (int side = 0; side < 2; ++side)
-        for (int64_t i = 0; i < B; ++i)
-            if (rchk[i].status[side] != mdsd::validate::kOk)
-                return py::make_tuple(py::none(),
-                                      py::make_tuple(0, rchk[i].status[side], side, i, rchk[i].value[side]));
+    if (py::object err = mdsd::bindings::first_row_error(rchk); !err.is_none()) return py::make_tuple(py::none(), err);
     for (int64_t i = 0; i < B; ++i)
         if (short_of[i] >= 0) return py::make_tuple(py::none(), py::make_tuple(1, i, short_of[i], 0, 0));
     return py::make_tuple(acc, py::none());
